@@ -1,0 +1,222 @@
+/*
+ * coll_ringx.h - the ringx coll component: component and module structures
+ * and the declarations shared by its files.
+ */
+#ifndef MCA_COLL_RINGX_H
+#define MCA_COLL_RINGX_H
+
+#include "ompi_config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+#include "opal/util/output.h"
+
+#include "ringx_ops.h"
+#include "coll_ringx_decision.h"
+#include "coll_ringx_ucx.h"
+
+#if OMPI_MAJOR_VERSION != 4
+#error "ringx implements the Open MPI 4.x coll interface (mca_coll_base_module_2_3_0_t)"
+#endif
+
+#define RINGX_EXPORT __attribute__((visibility("default")))
+
+BEGIN_C_DECLS
+
+/* ------------------------------------------------------------ component */
+
+typedef struct mca_coll_ringx_component_t {
+    mca_coll_base_component_2_0_0_t super;
+
+    /* MCA variables */
+    int priority;
+    int verbose;
+    bool enable[RINGX_COLL_COUNT];
+    int algorithm[RINGX_COLL_COUNT];      /* ringx_alg_t */
+    size_t segment_size;
+    int pipeline_depth;
+    int yield;                            /* -1 auto, 0 never, 1 always */
+
+    int output;                           /* opal_output stream for verbose logs */
+} mca_coll_ringx_component_t;
+
+RINGX_EXPORT extern mca_coll_ringx_component_t mca_coll_ringx_component;
+
+#define RINGX_LOG(level, ...) \
+    opal_output_verbose((level), mca_coll_ringx_component.output, "coll:ringx: " __VA_ARGS__)
+
+/* Registers the performance variables (coll_ringx_pvar.c). */
+int mca_coll_ringx_register_pvars(void);
+
+/* Whether a waiting process should yield its core (coll_ringx_yield, or
+ * Open MPI's mpi_yield_when_idle and oversubscription when "auto"). */
+int mca_coll_ringx_should_yield(void);
+
+/* ---------------------------------------------------------- pvars */
+
+typedef struct ringx_counters {
+    unsigned long long calls[RINGX_COLL_COUNT][RINGX_ALG_COUNT];
+    unsigned long long bytes_sent[RINGX_COLL_COUNT];
+    unsigned long long fallbacks[RINGX_COLL_COUNT][RINGX_FALLBACK_COUNT];
+} ringx_counters_t;
+
+extern ringx_counters_t mca_coll_ringx_counters;
+
+static inline void ringx_count(unsigned long long *counter, unsigned long long n)
+{
+    __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------- module */
+
+/* What ringx knows about its communicator once it first serves a call. */
+typedef enum ringx_comm_state {
+    RINGX_COMM_UNCONNECTED,   /* no call served yet: peers unknown */
+    RINGX_COMM_READY,         /* peers known, every rank has UCX */
+    RINGX_COMM_NO_TRANSPORT   /* some rank has no UCX: fallback for good */
+} ringx_comm_state_t;
+
+/* A grow-only scratch buffer kept by the module between calls. */
+typedef struct ringx_scratch {
+    void *ptr;
+    size_t size;
+} ringx_scratch_t;
+
+typedef struct mca_coll_ringx_module_t {
+    mca_coll_base_module_t super;
+
+    /* the previous component's functions, for fallback */
+    mca_coll_base_module_allreduce_fn_t prev_allreduce;
+    mca_coll_base_module_t *prev_allreduce_module;
+    mca_coll_base_module_allgather_fn_t prev_allgather;
+    mca_coll_base_module_t *prev_allgather_module;
+    mca_coll_base_module_reduce_scatter_block_fn_t prev_reduce_scatter_block;
+    mca_coll_base_module_t *prev_reduce_scatter_block_module;
+
+    /* per-communicator transport state */
+    ringx_comm_state_t state;
+    int rank;
+    int size;
+    uint32_t comm_id;                     /* agreed by all members */
+    uint32_t seq;                         /* ringx calls served so far */
+    ringx_peer_t **peers;                 /* by rank; NULL for self */
+
+    ringx_scratch_t segments;             /* pipeline receive slots */
+    ringx_scratch_t blocks;               /* reduce_scatter_block partial results */
+} mca_coll_ringx_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_ringx_module_t);
+
+mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *comm,
+                                                  int *priority);
+
+/* Makes the module ready to serve (first call: agrees on an id and learns
+ * the peers' addresses through the fallback collectives).  Returns
+ * OMPI_SUCCESS with m->state READY or NO_TRANSPORT, or an error. */
+int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
+
+void *ringx_scratch_get(ringx_scratch_t *s, size_t size);
+
+/* ----------------------------------------------------------- admission */
+
+/* What the classifiers and ringx_admit() answer when ringx serves a call;
+ * otherwise they answer a ringx_fallback_t reason. */
+#define RINGX_SERVE (-1)
+
+/* A reduction ringx can perform itself. */
+typedef struct ringx_reduction {
+    ringx_type_t type;
+    ringx_op_t op;
+} ringx_reduction_t;
+
+/* Maps (dtype, op) to a reduction ringx performs itself: RINGX_SERVE, or
+ * the fallback reason (datatype or op) when it cannot. */
+int ringx_classify_reduction(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                             ringx_reduction_t *red);
+
+/* Whether count elements of dtype form one run of bytes that ringx can
+ * move as is; gives the run's start relative to the buffer pointer and the
+ * bytes per element.  RINGX_SERVE or RINGX_FALLBACK_DATATYPE. */
+int ringx_classify_contiguous(struct ompi_datatype_t *dtype, int count,
+                              ptrdiff_t *true_lb, size_t *elem_size);
+
+/*
+ * The common prologue of every collective.  buffers is RINGX_SERVE when the
+ * datatypes, op and memory qualify, else the reason they do not.  Returns
+ * RINGX_SERVE, or the fallback reason (already counted and logged).  Connects
+ * the module on its first served call; if that fails *rc holds the error
+ * the call must return.
+ */
+int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                ringx_coll_t coll, int buffers, int *rc);
+
+/* Counts and logs a call served by alg. */
+void ringx_count_served(ringx_coll_t coll, ringx_alg_t alg, size_t bytes,
+                        mca_coll_ringx_module_t *m, const char *why);
+
+/* --------------------------------------------------------------- ring */
+
+/*
+ * One ring walk (see ringx_schedule.h): nsteps steps over the p blocks of
+ * count elements; the first reduce_steps steps receive into scratch slots
+ * and reduce, the rest receive straight into place.  The collective says
+ * where each block is read from and written to.
+ */
+typedef struct ringx_ring ringx_ring_t;
+
+typedef struct ringx_ring_recv_target {
+    char *direct;              /* receive straight here, or NULL to reduce: */
+    char *reduce_dst;          /*   reduce_dst = reduce_local op received */
+    const char *reduce_local;
+    int dst_read_by_prev_send; /* reduce_dst is the source of step t-1's send */
+} ringx_ring_recv_target_t;
+
+struct ringx_ring {
+    mca_coll_ringx_module_t *module;
+    int nsteps;
+    int reduce_steps;
+    int shift;
+    size_t count;              /* elements in all p blocks together */
+    size_t elem_size;
+    ringx_reduction_t red;
+    void *ctx;                 /* the collective's own state */
+    const char *(*send_block)(const ringx_ring_t *ring, int step, int block);
+    void (*recv_block)(const ringx_ring_t *ring, int step, int block,
+                       ringx_ring_recv_target_t *target);
+    size_t bytes_sent;
+};
+
+int ringx_ring_run(ringx_ring_t *ring);
+
+/* ------------------------------------------------------- collectives */
+
+int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                             struct ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module);
+
+int mca_coll_ringx_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                             struct ompi_communicator_t *comm,
+                             mca_coll_base_module_t *module);
+
+int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                        struct ompi_datatype_t *dtype,
+                                        struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm,
+                                        mca_coll_base_module_t *module);
+
+END_C_DECLS
+
+#include "ringx_schedule.h"
+
+static inline size_t ringx_block_bytes_offset(const ringx_ring_t *ring, int block)
+{
+    return ringx_block_offset(ring->count, ring->module->size, block) * ring->elem_size;
+}
+
+#endif /* MCA_COLL_RINGX_H */

@@ -1,0 +1,191 @@
+/*
+ * coll_ringx_component.c - the component: MCA variables, open and close.
+ *
+ * UCX is not touched here: it starts when the first communicator is
+ * queried, so ompi_info and processes that never create a communicator
+ * with two ranks pay nothing.
+ */
+#include "coll_ringx.h"
+
+#include <unistd.h>
+
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_var_enum.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/proc.h"
+
+/* Above tuned (30), han and coll/cuda (78): below coll/cuda ringx would
+ * never see a device buffer in a CUDA-aware Open MPI. */
+#define RINGX_DEFAULT_PRIORITY 90
+#define RINGX_DEFAULT_SEGMENT_SIZE (128 * 1024)
+#define RINGX_DEFAULT_PIPELINE_DEPTH 4
+
+static int ringx_register(void);
+static int ringx_open(void);
+static int ringx_close(void);
+static int ringx_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+
+mca_coll_ringx_component_t mca_coll_ringx_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "ringx",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = ringx_open,
+            .mca_close_component = ringx_close,
+            .mca_register_component_params = ringx_register,
+        },
+        .collm_data = { MCA_BASE_METADATA_PARAM_NONE },
+        .collm_init_query = ringx_init_query,
+        .collm_comm_query = mca_coll_ringx_comm_query,
+    },
+    .priority = RINGX_DEFAULT_PRIORITY,
+    .verbose = 0,
+    .segment_size = RINGX_DEFAULT_SEGMENT_SIZE,
+    .pipeline_depth = RINGX_DEFAULT_PIPELINE_DEPTH,
+    .yield = -1,
+    .output = -1,
+};
+
+static const mca_base_component_t *self(void)
+{
+    return &mca_coll_ringx_component.super.collm_version;
+}
+
+static void register_int(const char *name, const char *help, mca_base_var_enum_t *values,
+                         mca_base_var_info_lvl_t level, int *storage)
+{
+    (void)mca_base_component_var_register(self(), name, help, MCA_BASE_VAR_TYPE_INT, values,
+                                          0, 0, level, MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+/* The algorithm names a collective accepts, as an enumerator for its
+ * algorithm variable (ompi_info lists them). */
+static mca_base_var_enum_t *algorithm_enum(ringx_coll_t coll)
+{
+    static mca_base_var_enum_value_t values[RINGX_COLL_COUNT][RINGX_ALG_COUNT + 1];
+    mca_base_var_enum_t *e = NULL;
+    char enum_name[64];
+    int n = 0;
+
+    for (int alg = 0; alg < RINGX_ALG_COUNT; alg++) {
+        if (ringx_alg_valid(coll, (ringx_alg_t)alg)) {
+            values[coll][n].value = alg;
+            values[coll][n].string = ringx_alg_name((ringx_alg_t)alg);
+            n++;
+        }
+    }
+    values[coll][n].value = 0;
+    values[coll][n].string = NULL;
+    snprintf(enum_name, sizeof(enum_name), "coll_ringx_%s_algorithms", ringx_coll_name(coll));
+    if (mca_base_var_enum_create(enum_name, values[coll], &e) != OPAL_SUCCESS) {
+        return NULL;
+    }
+    return e;
+}
+
+static void register_collective_params(ringx_coll_t coll)
+{
+    mca_coll_ringx_component_t *c = &mca_coll_ringx_component;
+    const char *cname = ringx_coll_name(coll);
+    char name[64], help[256];
+    mca_base_var_enum_t *algorithms = algorithm_enum(coll);
+
+    c->enable[coll] = true;
+    snprintf(name, sizeof(name), "%s_enable", cname);
+    snprintf(help, sizeof(help),
+             "Serve MPI_%s with ringx (1) or hand every call to the previous component (0)",
+             cname);
+    (void)mca_base_component_var_register(self(), name, help, MCA_BASE_VAR_TYPE_BOOL, NULL, 0,
+                                          0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+                                          &c->enable[coll]);
+
+    c->algorithm[coll] = RINGX_ALG_AUTO;
+    snprintf(name, sizeof(name), "%s_algorithm", cname);
+    snprintf(help, sizeof(help),
+             "Algorithm for MPI_%s: auto lets ringx choose by message size and rank "
+             "count; any other value forces that algorithm", cname);
+    register_int(name, help, algorithms, OPAL_INFO_LVL_5, &c->algorithm[coll]);
+    if (algorithms != NULL) {
+        OBJ_RELEASE(algorithms);
+    }
+}
+
+static int ringx_register(void)
+{
+    mca_coll_ringx_component_t *c = &mca_coll_ringx_component;
+    static mca_base_var_enum_value_t yield_values[] = {
+        { -1, "auto" }, { 0, "never" }, { 1, "always" }, { 0, NULL }
+    };
+    mca_base_var_enum_t *yield_enum = NULL;
+
+    register_int("priority",
+                 "Priority of the ringx coll component (default 90: above tuned, han and "
+                 "coll/cuda)", NULL, OPAL_INFO_LVL_6, &c->priority);
+    register_int("verbose",
+                 "Verbosity of ringx: 1 = setup and fallbacks, 2 = every call served and "
+                 "the algorithm chosen, 3 = communicators declined", NULL, OPAL_INFO_LVL_5,
+                 &c->verbose);
+    for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
+        register_collective_params((ringx_coll_t)coll);
+    }
+    (void)mca_base_component_var_register(
+        self(), "segment_size",
+        "Pipeline segment size in bytes: each ring block travels in segments of this size "
+        "so that reducing one segment overlaps the transfer of the next",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->segment_size);
+    register_int("pipeline_depth",
+                 "Receives kept in flight per ring walk (each holds one segment)", NULL,
+                 OPAL_INFO_LVL_6, &c->pipeline_depth);
+    (void)mca_base_var_enum_create("coll_ringx_yield_modes", yield_values, &yield_enum);
+    register_int("yield",
+                 "Yield the CPU while waiting for the network: auto = when Open MPI's "
+                 "mpi_yield_when_idle is set or the node has more ranks than cores",
+                 yield_enum, OPAL_INFO_LVL_6, &c->yield);
+    if (yield_enum != NULL) {
+        OBJ_RELEASE(yield_enum);
+    }
+    return mca_coll_ringx_register_pvars();
+}
+
+static int ringx_open(void)
+{
+    mca_coll_ringx_component_t *c = &mca_coll_ringx_component;
+
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->verbose);
+    if (c->segment_size == 0) {
+        c->segment_size = RINGX_DEFAULT_SEGMENT_SIZE;
+    }
+    if (c->pipeline_depth < 1) {
+        c->pipeline_depth = 1;
+    }
+    return OMPI_SUCCESS;
+}
+
+static int ringx_close(void)
+{
+    ringx_ucx_stop();
+    if (mca_coll_ringx_component.output >= 0) {
+        opal_output_close(mca_coll_ringx_component.output);
+        mca_coll_ringx_component.output = -1;
+    }
+    return OMPI_SUCCESS;
+}
+
+static int ringx_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_ringx_should_yield(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int oversubscribed = cores > 0 && opal_process_info.num_local_peers + 1 > cores;
+
+    if (mca_coll_ringx_component.yield >= 0) {
+        return mca_coll_ringx_component.yield;
+    }
+    return opal_progress_yield_when_idle || oversubscribed;
+}

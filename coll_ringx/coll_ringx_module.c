@@ -1,0 +1,274 @@
+/*
+ * coll_ringx_module.c - one module per communicator: selection, the saved
+ * previous component for fallback, and the per-communicator transport
+ * state (agreed id, call sequence, peers).
+ */
+#include "coll_ringx.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/runtime/mpiruntime.h"
+
+static void module_construct(mca_coll_ringx_module_t *m)
+{
+    m->prev_allreduce = NULL;
+    m->prev_allreduce_module = NULL;
+    m->prev_allgather = NULL;
+    m->prev_allgather_module = NULL;
+    m->prev_reduce_scatter_block = NULL;
+    m->prev_reduce_scatter_block_module = NULL;
+    m->state = RINGX_COMM_UNCONNECTED;
+    m->rank = m->size = 0;
+    m->comm_id = m->seq = 0;
+    m->peers = NULL;
+    memset(&m->segments, 0, sizeof(m->segments));
+    memset(&m->blocks, 0, sizeof(m->blocks));
+}
+
+#define RELEASE_PREV(m, coll)                              \
+    do {                                                   \
+        if ((m)->prev_##coll##_module != NULL) {           \
+            OBJ_RELEASE((m)->prev_##coll##_module);        \
+            (m)->prev_##coll##_module = NULL;              \
+            (m)->prev_##coll = NULL;                       \
+        }                                                  \
+    } while (0)
+
+static void release_state(mca_coll_ringx_module_t *m)
+{
+    RELEASE_PREV(m, allreduce);
+    RELEASE_PREV(m, allgather);
+    RELEASE_PREV(m, reduce_scatter_block);
+    free(m->peers);
+    m->peers = NULL;
+    free(m->segments.ptr);
+    free(m->blocks.ptr);
+    memset(&m->segments, 0, sizeof(m->segments));
+    memset(&m->blocks, 0, sizeof(m->blocks));
+    m->state = RINGX_COMM_UNCONNECTED;
+}
+
+static void module_destruct(mca_coll_ringx_module_t *m)
+{
+    release_state(m);
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_ringx_module_t, mca_coll_base_module_t, module_construct,
+                   module_destruct);
+
+#define SAVE_PREV(m, comm, coll)                                      \
+    do {                                                              \
+        (m)->prev_##coll = (comm)->c_coll->coll_##coll;               \
+        (m)->prev_##coll##_module = (comm)->c_coll->coll_##coll##_module; \
+        if ((m)->prev_##coll##_module != NULL) {                      \
+            OBJ_RETAIN((m)->prev_##coll##_module);                    \
+        }                                                             \
+    } while (0)
+
+/* Open MPI enables modules in increasing priority, so the table already
+ * holds what the lower-priority components chose: that is the fallback. */
+static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+
+    SAVE_PREV(m, comm, allreduce);
+    SAVE_PREV(m, comm, allgather);
+    SAVE_PREV(m, comm, reduce_scatter_block);
+    if (m->prev_allreduce == NULL || m->prev_allgather == NULL ||
+        m->prev_reduce_scatter_block == NULL) {
+        RINGX_LOG(1, "no component below ringx serves allreduce, allgather and "
+                     "reduce_scatter_block on %s: ringx stays off there", comm->c_name);
+        release_state(m);
+        return OMPI_ERROR;
+    }
+    m->rank = ompi_comm_rank(comm);
+    m->size = ompi_comm_size(comm);
+    RINGX_LOG(2, "enabled on %s (%d ranks)", comm->c_name, m->size);
+    return OMPI_SUCCESS;
+}
+
+/* Open MPI 4.1 calls this once for every slot the module fills. */
+static int module_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
+{
+    release_state((mca_coll_ringx_module_t *)module);
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *comm,
+                                                  int *priority)
+{
+    mca_coll_ringx_module_t *m;
+
+    if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) {
+        RINGX_LOG(3, "declines %s: %s", comm->c_name,
+                  OMPI_COMM_IS_INTER(comm) ? "intercommunicator" : "fewer than 2 ranks");
+        return NULL;
+    }
+    /* A local UCX failure does not decline: declining is a local choice,
+     * and ranks that chose differently would run different collectives.
+     * The first served call agrees on the transport collectively. */
+    (void)ringx_ucx_start(ompi_mpi_thread_multiple, mca_coll_ringx_component.output);
+
+    m = OBJ_NEW(mca_coll_ringx_module_t);
+    if (m == NULL) {
+        return NULL;
+    }
+    *priority = mca_coll_ringx_component.priority;
+    m->super.coll_module_enable = module_enable;
+    m->super.coll_module_disable = module_disable;
+    m->super.coll_allreduce = mca_coll_ringx_allreduce;
+    m->super.coll_allgather = mca_coll_ringx_allgather;
+    m->super.coll_reduce_scatter_block = mca_coll_ringx_reduce_scatter_block;
+    return &m->super;
+}
+
+void *ringx_scratch_get(ringx_scratch_t *s, size_t size)
+{
+    if (size > s->size) {
+        void *p = NULL;
+        if (posix_memalign(&p, 64, size) != 0) {
+            return NULL;
+        }
+        free(s->ptr);
+        s->ptr = p;
+        s->size = size;
+    }
+    return s->ptr;
+}
+
+/* ------------------------------------------------------------- connect */
+
+/* Per process: the next communicator id this process could use.  Members
+ * of a new communicator take the largest of their proposals, so an id is
+ * never used twice by any one process while its communicator is alive. */
+static uint32_t next_comm_id = 1;
+
+typedef struct connect_header {
+    uint64_t key;
+    uint64_t address_len;
+} connect_header_t;
+
+static int agree(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                 int *any_without_ucx, size_t *max_address_len, uint32_t *id)
+{
+    size_t len = 0;
+    int local[3], global[3], rc;
+
+    (void)ringx_ucx_local_address(&len);
+    local[0] = !ringx_ucx_ready();
+    local[1] = (int)len;
+    local[2] = (int)__atomic_load_n(&next_comm_id, __ATOMIC_RELAXED);
+    rc = m->prev_allreduce(local, global, 3, MPI_INT, MPI_MAX, comm, m->prev_allreduce_module);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    *any_without_ucx = global[0];
+    *max_address_len = (size_t)global[1];
+    *id = (uint32_t)global[2];
+    return OMPI_SUCCESS;
+}
+
+static int learn_peers(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                       size_t max_address_len)
+{
+    size_t record = (sizeof(connect_header_t) + max_address_len + 7) & ~(size_t)7;
+    char *mine = calloc(1, record);
+    char *all = malloc(record * (size_t)m->size);
+    int rc = OMPI_ERR_OUT_OF_RESOURCE;
+
+    m->peers = calloc((size_t)m->size, sizeof(*m->peers));
+    if (mine && all && m->peers) {
+        connect_header_t *h = (connect_header_t *)mine;
+        size_t len;
+        const void *address = ringx_ucx_local_address(&len);
+        h->key = ringx_ucx_local_key();
+        h->address_len = len;
+        memcpy(mine + sizeof(*h), address, len);
+        rc = m->prev_allgather(mine, (int)record, MPI_BYTE, all, (int)record, MPI_BYTE, comm,
+                               m->prev_allgather_module);
+    }
+    for (int r = 0; rc == OMPI_SUCCESS && r < m->size; r++) {
+        const connect_header_t *h = (const connect_header_t *)(all + (size_t)r * record);
+        if (r == m->rank) {
+            continue;
+        }
+        m->peers[r] = ringx_ucx_peer(h->key, all + (size_t)r * record + sizeof(*h),
+                                     (size_t)h->address_len);
+        if (m->peers[r] == NULL) {
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    free(mine);
+    free(all);
+    return rc;
+}
+
+int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
+{
+    int any_without_ucx, rc;
+    size_t max_address_len;
+    uint32_t id;
+
+    rc = agree(m, comm, &any_without_ucx, &max_address_len, &id);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    if (any_without_ucx || id > RINGX_TAG_ID_MAX) {
+        m->state = RINGX_COMM_NO_TRANSPORT;
+        RINGX_LOG(1, "%s: %s; the previous component serves this communicator", comm->c_name,
+                  any_without_ucx ? "UCX is unavailable on some rank"
+                                  : "communicator ids exhausted");
+        return OMPI_SUCCESS;
+    }
+    __atomic_store_n(&next_comm_id, id + 1, __ATOMIC_RELAXED);
+    rc = learn_peers(m, comm, max_address_len);
+    if (rc != OMPI_SUCCESS) {
+        free(m->peers);
+        m->peers = NULL;
+        return rc;
+    }
+    m->comm_id = id;
+    m->state = RINGX_COMM_READY;
+    /* Read here, not at open: Open MPI sets mpi_yield_when_idle after it
+     * has selected the collectives of MPI_COMM_WORLD. */
+    ringx_ucx_set_yield(mca_coll_ringx_should_yield());
+    RINGX_LOG(2, "%s connected: id %u, %d ranks", comm->c_name, (unsigned)id, m->size);
+    return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------ admission */
+
+int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                ringx_coll_t coll, int buffers, int *rc)
+{
+    int reason = buffers;
+
+    *rc = OMPI_SUCCESS;
+    if (!mca_coll_ringx_component.enable[coll]) {
+        reason = RINGX_FALLBACK_DISABLED;
+    }
+    if (reason == RINGX_SERVE && m->state == RINGX_COMM_UNCONNECTED) {
+        *rc = ringx_module_connect(m, comm);
+        if (*rc != OMPI_SUCCESS) {
+            return RINGX_FALLBACK_TRANSPORT;
+        }
+    }
+    if (reason == RINGX_SERVE && m->state == RINGX_COMM_NO_TRANSPORT) {
+        reason = RINGX_FALLBACK_TRANSPORT;
+    }
+    if (reason != RINGX_SERVE) {
+        ringx_count(&mca_coll_ringx_counters.fallbacks[coll][reason], 1);
+        RINGX_LOG(1, "%s on %s: fallback (%s)", ringx_coll_name(coll), comm->c_name,
+                  ringx_fallback_name((ringx_fallback_t)reason));
+    }
+    return reason;
+}
+
+void ringx_count_served(ringx_coll_t coll, ringx_alg_t alg, size_t bytes,
+                        mca_coll_ringx_module_t *m, const char *why)
+{
+    ringx_count(&mca_coll_ringx_counters.calls[coll][alg], 1);
+    RINGX_LOG(2, "%s: %s, %zu bytes, %d ranks, comm id %u (%s)", ringx_coll_name(coll),
+              ringx_alg_name(alg), bytes, m->size, (unsigned)m->comm_id, why);
+}

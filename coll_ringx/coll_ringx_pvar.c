@@ -1,0 +1,69 @@
+/*
+ * coll_ringx_pvar.c - MPI_T performance variables: the proof of which
+ * algorithm served a call, and of every fallback.
+ *
+ * Each counter is a process-wide total over all communicators, read
+ * through Open MPI's default pvar reader (ctx points at the counter).
+ */
+#include "coll_ringx.h"
+
+#include <stdio.h>
+
+#include "opal/mca/base/mca_base_pvar.h"
+
+ringx_counters_t mca_coll_ringx_counters;
+
+static int register_counter(const char *name, const char *description,
+                            unsigned long long *counter)
+{
+    int index = mca_base_component_pvar_register(
+        &mca_coll_ringx_component.super.collm_version, name, description,
+        OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG,
+        NULL, MPI_T_BIND_NO_OBJECT,
+        MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS, NULL, NULL, NULL,
+        counter);
+    return index < 0 ? index : OMPI_SUCCESS;
+}
+
+static int register_collective(ringx_coll_t coll)
+{
+    const char *cname = ringx_coll_name(coll);
+    char name[128], description[256];
+    int rc = OMPI_SUCCESS;
+
+    for (int alg = RINGX_ALG_AUTO + 1; alg < RINGX_ALG_COUNT && rc == OMPI_SUCCESS; alg++) {
+        if (!ringx_alg_valid(coll, (ringx_alg_t)alg)) {
+            continue;
+        }
+        snprintf(name, sizeof(name), "%s_%s_calls", cname, ringx_alg_name((ringx_alg_t)alg));
+        snprintf(description, sizeof(description),
+                 "MPI_%s calls served by ringx's %s algorithm", cname,
+                 ringx_alg_name((ringx_alg_t)alg));
+        rc = register_counter(name, description, &mca_coll_ringx_counters.calls[coll][alg]);
+    }
+    for (int reason = 0; reason < RINGX_FALLBACK_COUNT && rc == OMPI_SUCCESS; reason++) {
+        snprintf(name, sizeof(name), "%s_fallback_%s", cname,
+                 ringx_fallback_name((ringx_fallback_t)reason));
+        snprintf(description, sizeof(description),
+                 "MPI_%s calls handed to the previous component (reason: %s)", cname,
+                 ringx_fallback_name((ringx_fallback_t)reason));
+        rc = register_counter(name, description,
+                              &mca_coll_ringx_counters.fallbacks[coll][reason]);
+    }
+    if (rc == OMPI_SUCCESS) {
+        snprintf(name, sizeof(name), "%s_bytes_sent", cname);
+        snprintf(description, sizeof(description),
+                 "bytes this process sent for MPI_%s calls served by ringx", cname);
+        rc = register_counter(name, description, &mca_coll_ringx_counters.bytes_sent[coll]);
+    }
+    return rc;
+}
+
+int mca_coll_ringx_register_pvars(void)
+{
+    int rc = OMPI_SUCCESS;
+    for (int coll = 0; coll < RINGX_COLL_COUNT && rc == OMPI_SUCCESS; coll++) {
+        rc = register_collective((ringx_coll_t)coll);
+    }
+    return rc;
+}

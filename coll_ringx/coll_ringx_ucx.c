@@ -1,0 +1,320 @@
+/*
+ * coll_ringx_ucx.c - process-wide UCX state: context, worker, peer cache,
+ * tagged transfers and progress.
+ */
+#include "ompi_config.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucp/api/ucp.h>
+
+#include "mpi.h"
+#include "ompi/constants.h"
+#include "opal/class/opal_hash_table.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+
+#include "coll_ringx_ucx.h"
+
+/* Empty progress rounds before a waiting process gives up its core. */
+#define RINGX_IDLE_ROUNDS_BEFORE_YIELD 32
+
+struct ringx_peer {
+    uint64_t key;
+    void *address;
+    size_t address_len;
+    ucp_ep_h ep;                /* created on first send to this peer */
+    struct ringx_peer *next;    /* every peer, for teardown */
+};
+
+enum ringx_ucx_state { UCX_NOT_STARTED, UCX_READY, UCX_FAILED };
+
+static struct {
+    enum ringx_ucx_state state;
+    int output;
+    int yield;
+    ucp_context_h context;
+    ucp_worker_h worker;
+    ucp_address_t *address;
+    size_t address_len;
+    pthread_mutex_t lock;       /* start/stop and the peer cache */
+    opal_hash_table_t peers_by_key;
+    ringx_peer_t *peers;
+} ucx = { .state = UCX_NOT_STARTED, .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int status_to_ompi(ucs_status_t status)
+{
+    switch (status) {
+    case UCS_OK:                return OMPI_SUCCESS;
+    case UCS_ERR_NO_MEMORY:     return OMPI_ERR_OUT_OF_RESOURCE;
+    case UCS_ERR_CANCELED:      return OMPI_ERR_REQUEST;
+    case UCS_ERR_MESSAGE_TRUNCATED: return MPI_ERR_TRUNCATE;
+    default:                    return OMPI_ERROR;
+    }
+}
+
+static int fail_start(const char *what, ucs_status_t status)
+{
+    opal_output_verbose(1, ucx.output,
+                        "coll:ringx: UCX unavailable (%s: %s); the stock collectives "
+                        "will serve every communicator", what, ucs_status_string(status));
+    ucx.state = UCX_FAILED;
+    return status_to_ompi(status);
+}
+
+static int create_context(void)
+{
+    ucp_config_t *config;
+    ucs_status_t status = ucp_config_read(NULL, NULL, &config);
+    if (status != UCS_OK) {
+        return fail_start("ucp_config_read", status);
+    }
+    ucp_params_t params = {
+        .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+        .features = UCP_FEATURE_TAG,
+        .mt_workers_shared = 0,
+    };
+    status = ucp_init(&params, config, &ucx.context);
+    ucp_config_release(config);
+    return status == UCS_OK ? OMPI_SUCCESS : fail_start("ucp_init", status);
+}
+
+static int create_worker(int thread_multiple)
+{
+    ucp_worker_params_t params = {
+        .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = thread_multiple ? UCS_THREAD_MODE_MULTI : UCS_THREAD_MODE_SINGLE,
+    };
+    ucs_status_t status = ucp_worker_create(ucx.context, &params, &ucx.worker);
+    if (status != UCS_OK) {
+        ucp_cleanup(ucx.context);
+        return fail_start("ucp_worker_create", status);
+    }
+    status = ucp_worker_get_address(ucx.worker, &ucx.address, &ucx.address_len);
+    if (status != UCS_OK) {
+        ucp_worker_destroy(ucx.worker);
+        ucp_cleanup(ucx.context);
+        return fail_start("ucp_worker_get_address", status);
+    }
+    return OMPI_SUCCESS;
+}
+
+int ringx_ucx_start(int thread_multiple, int verbose_output)
+{
+    int rc = OMPI_SUCCESS;
+
+    pthread_mutex_lock(&ucx.lock);
+    if (ucx.state == UCX_NOT_STARTED) {
+        ucx.output = verbose_output;
+        rc = create_context();
+        if (rc == OMPI_SUCCESS) {
+            rc = create_worker(thread_multiple);
+        }
+        if (rc == OMPI_SUCCESS) {
+            OBJ_CONSTRUCT(&ucx.peers_by_key, opal_hash_table_t);
+            opal_hash_table_init(&ucx.peers_by_key, 64);
+            ucx.state = UCX_READY;
+            opal_output_verbose(1, ucx.output,
+                                "coll:ringx: UCX %s started (worker address %zu bytes)",
+                                ucp_get_version_string(), ucx.address_len);
+        }
+    } else if (ucx.state == UCX_FAILED) {
+        rc = OMPI_ERR_NOT_AVAILABLE;
+    }
+    pthread_mutex_unlock(&ucx.lock);
+    return rc;
+}
+
+int ringx_ucx_ready(void)
+{
+    return ucx.state == UCX_READY;
+}
+
+static void close_endpoint(ucp_ep_h ep)
+{
+    /* Forced: peers may already be gone at MPI_Finalize, and a flushing
+     * close would wait for them. */
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+        .flags = UCP_EP_CLOSE_FLAG_FORCE,
+    };
+    ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(req)) {
+        while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+            ucp_worker_progress(ucx.worker);
+        }
+        ucp_request_free(req);
+    }
+}
+
+void ringx_ucx_stop(void)
+{
+    pthread_mutex_lock(&ucx.lock);
+    if (ucx.state == UCX_READY) {
+        while (ucx.peers) {
+            ringx_peer_t *peer = ucx.peers;
+            ucx.peers = peer->next;
+            if (peer->ep) {
+                close_endpoint(peer->ep);
+            }
+            free(peer->address);
+            free(peer);
+        }
+        OBJ_DESTRUCT(&ucx.peers_by_key);
+        ucp_worker_release_address(ucx.worker, ucx.address);
+        ucp_worker_destroy(ucx.worker);
+        ucp_cleanup(ucx.context);
+    }
+    ucx.state = UCX_NOT_STARTED;
+    pthread_mutex_unlock(&ucx.lock);
+}
+
+const void *ringx_ucx_local_address(size_t *len)
+{
+    *len = ucx.address_len;
+    return ucx.address;
+}
+
+uint64_t ringx_ucx_local_key(void)
+{
+    opal_process_name_t name = opal_proc_local_get()->proc_name;
+    return ((uint64_t)name.jobid << 32) | name.vpid;
+}
+
+ringx_peer_t *ringx_ucx_peer(uint64_t key, const void *address, size_t len)
+{
+    void *found = NULL;
+    ringx_peer_t *peer = NULL;
+
+    pthread_mutex_lock(&ucx.lock);
+    if (opal_hash_table_get_value_uint64(&ucx.peers_by_key, key, &found) == OPAL_SUCCESS) {
+        peer = found;
+    } else if ((peer = calloc(1, sizeof(*peer))) != NULL &&
+               (peer->address = malloc(len)) != NULL) {
+        memcpy(peer->address, address, len);
+        peer->key = key;
+        peer->address_len = len;
+        peer->next = ucx.peers;
+        ucx.peers = peer;
+        opal_hash_table_set_value_uint64(&ucx.peers_by_key, key, peer);
+    } else {
+        free(peer);
+        peer = NULL;
+    }
+    pthread_mutex_unlock(&ucx.lock);
+    return peer;
+}
+
+static int peer_endpoint(ringx_peer_t *peer, ucp_ep_h *ep)
+{
+    int rc = OMPI_SUCCESS;
+
+    pthread_mutex_lock(&ucx.lock);
+    if (peer->ep == NULL) {
+        ucp_ep_params_t params = {
+            .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+            .address = peer->address,
+        };
+        ucs_status_t status = ucp_ep_create(ucx.worker, &params, &peer->ep);
+        if (status != UCS_OK) {
+            opal_output_verbose(1, ucx.output, "coll:ringx: ucp_ep_create failed: %s",
+                                ucs_status_string(status));
+            peer->ep = NULL;
+            rc = status_to_ompi(status);
+        }
+    }
+    *ep = peer->ep;
+    pthread_mutex_unlock(&ucx.lock);
+    return rc;
+}
+
+static int posted(ucs_status_ptr_t sp, ringx_req_t *req)
+{
+    if (UCS_PTR_IS_ERR(sp)) {
+        *req = NULL;
+        opal_output_verbose(1, ucx.output, "coll:ringx: UCX transfer failed to start: %s",
+                            ucs_status_string(UCS_PTR_STATUS(sp)));
+        return status_to_ompi(UCS_PTR_STATUS(sp));
+    }
+    *req = sp;      /* NULL when already complete */
+    return OMPI_SUCCESS;
+}
+
+int ringx_ucx_isend(ringx_peer_t *peer, const void *buf, size_t len, uint64_t tag,
+                    ringx_req_t *req)
+{
+    ucp_ep_h ep = peer->ep;
+    if (ep == NULL) {
+        int rc = peer_endpoint(peer, &ep);
+        if (rc != OMPI_SUCCESS) {
+            *req = NULL;
+            return rc;
+        }
+    }
+    ucp_request_param_t param = { .op_attr_mask = 0 };
+    return posted(ucp_tag_send_nbx(ep, buf, len, tag, &param), req);
+}
+
+int ringx_ucx_irecv(void *buf, size_t len, uint64_t tag, ringx_req_t *req)
+{
+    ucp_request_param_t param = { .op_attr_mask = 0 };
+    return posted(ucp_tag_recv_nbx(ucx.worker, buf, len, tag, UINT64_MAX, &param), req);
+}
+
+int ringx_ucx_test(ringx_req_t *req)
+{
+    if (*req == NULL) {
+        return 1;
+    }
+    ucs_status_t status = ucp_request_check_status(*req);
+    if (status == UCS_INPROGRESS) {
+        return 0;
+    }
+    ucp_request_free(*req);
+    *req = NULL;
+    if (status != UCS_OK) {
+        opal_output_verbose(1, ucx.output, "coll:ringx: UCX transfer failed: %s",
+                            ucs_status_string(status));
+        return status_to_ompi(status);
+    }
+    return 1;
+}
+
+void ringx_ucx_abandon(ringx_req_t *req)
+{
+    if (*req != NULL) {
+        ucp_request_cancel(ucx.worker, *req);
+        ucp_request_free(*req);
+        *req = NULL;
+    }
+}
+
+void ringx_ucx_set_yield(int yield)
+{
+    ucx.yield = yield;
+}
+
+void ringx_ucx_progress(unsigned *idle)
+{
+    if (ucp_worker_progress(ucx.worker) != 0) {
+        *idle = 0;
+        return;
+    }
+    if (++*idle >= RINGX_IDLE_ROUNDS_BEFORE_YIELD && ucx.yield) {
+        sched_yield();
+    }
+}
+
+int ringx_ucx_wait(ringx_req_t *req)
+{
+    unsigned idle = 0;
+    int done;
+
+    while ((done = ringx_ucx_test(req)) == 0) {
+        ringx_ucx_progress(&idle);
+    }
+    return done < 0 ? done : OMPI_SUCCESS;
+}

@@ -1,0 +1,65 @@
+/*
+ * coll_ringx_ucx.h - ringx's transport: one UCP context and worker per
+ * process, endpoints cached per peer process and shared by every
+ * communicator, tag-matched nonblocking send and receive, progress.
+ *
+ * Everything here is per process; what is per communicator (which peer is
+ * rank i, the tag space) lives in the module.
+ */
+#ifndef COLL_RINGX_UCX_H
+#define COLL_RINGX_UCX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A peer process: its worker address and, once first used, its endpoint. */
+typedef struct ringx_peer ringx_peer_t;
+
+/* An outstanding send or receive; NULL when none (or already complete). */
+typedef void *ringx_req_t;
+
+/* Starts UCX once per process; later calls return the first outcome.
+ * Returns 0 on success, an OMPI error code if UCX cannot start. */
+int ringx_ucx_start(int thread_multiple, int verbose_output);
+
+/* Whether ringx_ucx_start() succeeded. */
+int ringx_ucx_ready(void);
+
+/* Releases endpoints, worker and context (MPI_Finalize). */
+void ringx_ucx_stop(void);
+
+/* This process's worker address and the key that names this process. */
+const void *ringx_ucx_local_address(size_t *len);
+uint64_t ringx_ucx_local_key(void);
+
+/* The cached peer for key, created from its worker address on first sight. */
+ringx_peer_t *ringx_ucx_peer(uint64_t key, const void *address, size_t len);
+
+/* Posts a send to peer / a receive matching tag exactly.  On success *req
+ * is set (NULL if the operation already completed); returns 0 or an OMPI
+ * error code. */
+int ringx_ucx_isend(ringx_peer_t *peer, const void *buf, size_t len, uint64_t tag,
+                    ringx_req_t *req);
+int ringx_ucx_irecv(void *buf, size_t len, uint64_t tag, ringx_req_t *req);
+
+/* Tests *req without progressing: 1 if complete (and *req released and
+ * set to NULL), 0 if pending, an OMPI error code (< 0) if it failed. */
+int ringx_ucx_test(ringx_req_t *req);
+
+/* Drops an outstanding request on an error path: a receive is cancelled,
+ * a send is left to finish inside UCX without notifying ringx. */
+void ringx_ucx_abandon(ringx_req_t *req);
+
+/* One round of progress.  idle counts consecutive rounds that found
+ * nothing to do; past a threshold the process yields the CPU when Open
+ * MPI asks for it (oversubscription, mpi_yield_when_idle) or when
+ * coll_ringx_yield says so. */
+void ringx_ucx_progress(unsigned *idle);
+
+/* Waits until *req completes; returns 0 or an OMPI error code. */
+int ringx_ucx_wait(ringx_req_t *req);
+
+/* Set by the component from coll_ringx_yield and Open MPI's settings. */
+void ringx_ucx_set_yield(int yield);
+
+#endif /* COLL_RINGX_UCX_H */
