@@ -52,11 +52,19 @@ static const mca_base_component_t *self(void)
     return &mca_coll_ringx_component.super.collm_version;
 }
 
-static void register_int(const char *name, const char *help, mca_base_var_enum_t *values,
-                         mca_base_var_info_lvl_t level, int *storage)
+/*
+ * Scopes: variables that every rank must agree on are ALL_EQ, which also
+ * lets MPI_T change them at run time (the benchmark makes its stock
+ * communicator by setting the priority to -1 around MPI_Comm_dup).
+ */
+static void register_var(const char *name, const char *help, mca_base_var_type_t type,
+                         mca_base_var_enum_t *values, mca_base_var_info_lvl_t level,
+                         mca_base_var_scope_t scope, void *storage)
 {
-    (void)mca_base_component_var_register(self(), name, help, MCA_BASE_VAR_TYPE_INT, values,
-                                          0, 0, level, MCA_BASE_VAR_SCOPE_READONLY, storage);
+    mca_base_var_flag_t flags =
+        scope == MCA_BASE_VAR_SCOPE_ALL_EQ ? MCA_BASE_VAR_FLAG_SETTABLE : 0;
+    (void)mca_base_component_var_register(self(), name, help, type, values, 0, flags, level,
+                                          scope, storage);
 }
 
 /* The algorithm names a collective accepts, as an enumerator for its
@@ -88,24 +96,25 @@ static void register_collective_params(ringx_coll_t coll)
 {
     mca_coll_ringx_component_t *c = &mca_coll_ringx_component;
     const char *cname = ringx_coll_name(coll);
+    const char *mpi_name = ringx_coll_mpi_name(coll);
     char name[64], help[256];
     mca_base_var_enum_t *algorithms = algorithm_enum(coll);
 
     c->enable[coll] = true;
     snprintf(name, sizeof(name), "%s_enable", cname);
     snprintf(help, sizeof(help),
-             "Serve MPI_%s with ringx (1) or hand every call to the previous component (0)",
-             cname);
-    (void)mca_base_component_var_register(self(), name, help, MCA_BASE_VAR_TYPE_BOOL, NULL, 0,
-                                          0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-                                          &c->enable[coll]);
+             "Serve %s with ringx (1) or hand every call to the previous component (0)",
+             mpi_name);
+    register_var(name, help, MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_5,
+                 MCA_BASE_VAR_SCOPE_ALL_EQ, &c->enable[coll]);
 
     c->algorithm[coll] = RINGX_ALG_AUTO;
     snprintf(name, sizeof(name), "%s_algorithm", cname);
     snprintf(help, sizeof(help),
-             "Algorithm for MPI_%s: auto lets ringx choose by message size and rank "
-             "count; any other value forces that algorithm", cname);
-    register_int(name, help, algorithms, OPAL_INFO_LVL_5, &c->algorithm[coll]);
+             "Algorithm for %s: auto lets ringx choose by message size and rank "
+             "count; any other value forces that algorithm", mpi_name);
+    register_var(name, help, MCA_BASE_VAR_TYPE_INT, algorithms, OPAL_INFO_LVL_5,
+                 MCA_BASE_VAR_SCOPE_ALL_EQ, &c->algorithm[coll]);
     if (algorithms != NULL) {
         OBJ_RELEASE(algorithms);
     }
@@ -119,30 +128,35 @@ static int ringx_register(void)
     };
     mca_base_var_enum_t *yield_enum = NULL;
 
-    register_int("priority",
+    register_var("priority",
                  "Priority of the ringx coll component (default 90: above tuned, han and "
-                 "coll/cuda)", NULL, OPAL_INFO_LVL_6, &c->priority);
-    register_int("verbose",
+                 "coll/cuda); negative: ringx takes no communicator created from now on",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                 &c->priority);
+    register_var("verbose",
                  "Verbosity of ringx: 1 = setup and fallbacks, 2 = every call served and "
-                 "the algorithm chosen, 3 = communicators declined", NULL, OPAL_INFO_LVL_5,
+                 "the algorithm chosen, 3 = communicators declined",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
                  &c->verbose);
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
         register_collective_params((ringx_coll_t)coll);
     }
-    (void)mca_base_component_var_register(
-        self(), "segment_size",
-        "Pipeline segment size in bytes: each ring block travels in segments of this size "
-        "so that reducing one segment overlaps the transfer of the next",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->segment_size);
-    register_int("pipeline_depth",
-                 "Receives kept in flight per ring walk (each holds one segment)", NULL,
-                 OPAL_INFO_LVL_6, &c->pipeline_depth);
+    register_var("segment_size",
+                 "Pipeline segment size in bytes (the same on every rank): each ring block "
+                 "travels in segments of this size so that reducing one segment overlaps "
+                 "the transfer of the next",
+                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                 &c->segment_size);
+    register_var("pipeline_depth",
+                 "Receives kept in flight per ring walk (each holds one segment)",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
+                 &c->pipeline_depth);
     (void)mca_base_var_enum_create("coll_ringx_yield_modes", yield_values, &yield_enum);
-    register_int("yield",
+    register_var("yield",
                  "Yield the CPU while waiting for the network: auto = when Open MPI's "
                  "mpi_yield_when_idle is set or the node has more ranks than cores",
-                 yield_enum, OPAL_INFO_LVL_6, &c->yield);
+                 MCA_BASE_VAR_TYPE_INT, yield_enum, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
+                 &c->yield);
     if (yield_enum != NULL) {
         OBJ_RELEASE(yield_enum);
     }

@@ -10,6 +10,10 @@ static const char *const coll_names[RINGX_COLL_COUNT] = {
     "allreduce", "allgather", "reduce_scatter_block"
 };
 
+static const char *const coll_mpi_names[RINGX_COLL_COUNT] = {
+    "MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block"
+};
+
 static const char *const alg_names[RINGX_ALG_COUNT] = { "auto", "ring" };
 
 static const char *const fallback_names[RINGX_FALLBACK_COUNT] = {
@@ -19,6 +23,11 @@ static const char *const fallback_names[RINGX_FALLBACK_COUNT] = {
 const char *ringx_coll_name(ringx_coll_t coll)
 {
     return (unsigned)coll < RINGX_COLL_COUNT ? coll_names[coll] : "?";
+}
+
+const char *ringx_coll_mpi_name(ringx_coll_t coll)
+{
+    return (unsigned)coll < RINGX_COLL_COUNT ? coll_mpi_names[coll] : "?";
 }
 
 const char *ringx_alg_name(ringx_alg_t alg)

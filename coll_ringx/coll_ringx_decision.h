@@ -31,7 +31,8 @@ typedef enum ringx_fallback {
     RINGX_FALLBACK_COUNT
 } ringx_fallback_t;
 
-const char *ringx_coll_name(ringx_coll_t coll);
+const char *ringx_coll_name(ringx_coll_t coll);      /* "allreduce" */
+const char *ringx_coll_mpi_name(ringx_coll_t coll);  /* "MPI_Allreduce" */
 const char *ringx_alg_name(ringx_alg_t alg);
 const char *ringx_fallback_name(ringx_fallback_t reason);
 

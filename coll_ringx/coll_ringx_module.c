@@ -100,9 +100,12 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
 {
     mca_coll_ringx_module_t *m;
 
-    if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) {
-        RINGX_LOG(3, "declines %s: %s", comm->c_name,
-                  OMPI_COMM_IS_INTER(comm) ? "intercommunicator" : "fewer than 2 ranks");
+    const char *why = OMPI_COMM_IS_INTER(comm)           ? "intercommunicator"
+                      : ompi_comm_size(comm) < 2             ? "fewer than 2 ranks"
+                      : mca_coll_ringx_component.priority < 0 ? "negative priority"
+                                                              : NULL;
+    if (why != NULL) {
+        RINGX_LOG(3, "declines %s: %s", comm->c_name, why);
         return NULL;
     }
     /* A local UCX failure does not decline: declining is a local choice,

@@ -28,6 +28,7 @@ static int register_counter(const char *name, const char *description,
 static int register_collective(ringx_coll_t coll)
 {
     const char *cname = ringx_coll_name(coll);
+    const char *mpi_name = ringx_coll_mpi_name(coll);
     char name[128], description[256];
     int rc = OMPI_SUCCESS;
 
@@ -37,7 +38,7 @@ static int register_collective(ringx_coll_t coll)
         }
         snprintf(name, sizeof(name), "%s_%s_calls", cname, ringx_alg_name((ringx_alg_t)alg));
         snprintf(description, sizeof(description),
-                 "MPI_%s calls served by ringx's %s algorithm", cname,
+                 "%s calls served by ringx's %s algorithm", mpi_name,
                  ringx_alg_name((ringx_alg_t)alg));
         rc = register_counter(name, description, &mca_coll_ringx_counters.calls[coll][alg]);
     }
@@ -45,7 +46,7 @@ static int register_collective(ringx_coll_t coll)
         snprintf(name, sizeof(name), "%s_fallback_%s", cname,
                  ringx_fallback_name((ringx_fallback_t)reason));
         snprintf(description, sizeof(description),
-                 "MPI_%s calls handed to the previous component (reason: %s)", cname,
+                 "%s calls handed to the previous component (reason: %s)", mpi_name,
                  ringx_fallback_name((ringx_fallback_t)reason));
         rc = register_counter(name, description,
                               &mca_coll_ringx_counters.fallbacks[coll][reason]);
@@ -53,7 +54,7 @@ static int register_collective(ringx_coll_t coll)
     if (rc == OMPI_SUCCESS) {
         snprintf(name, sizeof(name), "%s_bytes_sent", cname);
         snprintf(description, sizeof(description),
-                 "bytes this process sent for MPI_%s calls served by ringx", cname);
+                 "bytes this process sent for %s calls served by ringx", mpi_name);
         rc = register_counter(name, description, &mca_coll_ringx_counters.bytes_sent[coll]);
     }
     return rc;

@@ -193,6 +193,9 @@ static int walk(ring_walk_t *w)
             ringx_ucx_progress(&w->idle);
         }
     }
+    if (rc == OMPI_SUCCESS) {
+        rc = ringx_ucx_flush();
+    }
     for (size_t i = 0; rc == OMPI_SUCCESS && i < 2 * w->max_segs; i++) {
         rc = wait_req(w, &w->send_req[i]);
     }

@@ -59,6 +59,14 @@ void ringx_ucx_progress(unsigned *idle);
 /* Waits until *req completes; returns 0 or an OMPI error code. */
 int ringx_ucx_wait(ringx_req_t *req);
 
+/* Waits until every operation this process's worker started, including
+ * UCX's own protocol messages, has completed at its target.  A rank calls
+ * it before leaving a collective: a rendezvous receive that has completed
+ * may still owe the sender the acknowledgement that completes the send,
+ * and a rank that returns to non-ringx work would not progress UCX to
+ * deliver it, leaving the sender waiting. */
+int ringx_ucx_flush(void);
+
 /* Set by the component from coll_ringx_yield and Open MPI's settings. */
 void ringx_ucx_set_yield(int yield);
 

@@ -1,0 +1,649 @@
+/*
+ * ringx_bench.c - ringx next to Open MPI's stock collectives, in one run.
+ *
+ * Two duplicates of MPI_COMM_WORLD: one made while ringx's priority is
+ * negative (the stock collectives serve it) and one served by ringx.  For
+ * every size the two are timed in interleaved rounds, so machine noise
+ * hits both alike, and every result of both is validated.  Bandwidths
+ * follow nccl-tests: algbw = S / t; busbw = algbw * 2(p-1)/p for
+ * allreduce and algbw * (p-1)/p for allgather and reduce_scatter_block,
+ * S being the full (gathered or reduced) buffer.
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ringx_pvars.h"
+
+enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_RSB, NCOLL };
+static const char *const coll_names[NCOLL] = { "allreduce", "allgather",
+                                                "reduce_scatter_block" };
+
+typedef struct dtype_desc {
+    const char *name;
+    MPI_Datatype type;
+    size_t size;
+    int floating;
+    int is_signed;
+} dtype_desc_t;
+
+static const dtype_desc_t dtypes[] = {
+    { "float", MPI_FLOAT, 4, 1, 1 },    { "double", MPI_DOUBLE, 8, 1, 1 },
+    { "int8", MPI_INT8_T, 1, 0, 1 },    { "uint8", MPI_UINT8_T, 1, 0, 0 },
+    { "int32", MPI_INT32_T, 4, 0, 1 },  { "uint32", MPI_UINT32_T, 4, 0, 0 },
+    { "int64", MPI_INT64_T, 8, 0, 1 },  { "uint64", MPI_UINT64_T, 8, 0, 0 },
+};
+
+typedef enum { OP_SUM, OP_PROD, OP_MIN, OP_MAX, OP_BAND, OP_BOR, OP_BXOR } op_kind_t;
+
+typedef struct op_desc {
+    const char *name;
+    MPI_Op op;
+    op_kind_t kind;
+} op_desc_t;
+
+static const op_desc_t ops[] = {
+    { "sum", MPI_SUM, OP_SUM },    { "prod", MPI_PROD, OP_PROD }, { "min", MPI_MIN, OP_MIN },
+    { "max", MPI_MAX, OP_MAX },    { "band", MPI_BAND, OP_BAND }, { "bor", MPI_BOR, OP_BOR },
+    { "bxor", MPI_BXOR, OP_BXOR },
+};
+
+#define LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+typedef struct options {
+    size_t min_bytes, max_bytes;
+    int colls[NCOLL];
+    const dtype_desc_t *dtype;
+    const op_desc_t *op;
+    int in_place;
+    int rounds;
+    double target_seconds;      /* per measurement */
+    const char *csv;
+} options_t;
+
+typedef struct side_result {
+    double seconds;             /* per call: best round, mean of its iterations, max over ranks */
+    int valid;
+    char alg[64];               /* ringx algorithm(s) that served the calls */
+    unsigned long long served;  /* ringx calls counted by the pvars */
+} side_result_t;
+
+typedef struct point {
+    int coll;
+    size_t bytes;               /* S */
+    size_t count;               /* the count argument of the call */
+    int iters;
+} point_t;
+
+static int rank, nprocs;
+static MPI_Comm stock_comm, ringx_comm;
+
+/* ------------------------------------------------------------ options */
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    switch (*end) {
+    case 'k': case 'K': v *= 1024; break;
+    case 'm': case 'M': v *= 1024 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+    }
+    return (size_t)v;
+}
+
+static void usage(void)
+{
+    if (rank == 0) {
+        printf("usage: ringx_bench [options]\n"
+               "  -b, --min-bytes SIZE   smallest buffer S (default 8)\n"
+               "  -e, --max-bytes SIZE   largest buffer S (default 64M)\n"
+               "  -c, --coll LIST        allreduce,allgather,reduce_scatter_block (default all)\n"
+               "  -d, --dtype NAME       float double int8 uint8 int32 uint32 int64 uint64\n"
+               "  -o, --op NAME          sum prod min max band bor bxor (default sum)\n"
+               "  -m, --mem host|cuda    buffer memory (default host)\n"
+               "  -i, --in-place         use MPI_IN_PLACE\n"
+               "  -r, --rounds N         interleaved rounds per size (default 3)\n"
+               "  -t, --time SECONDS     target time per measurement (default 0.05)\n"
+               "  --csv FILE             write the results as CSV\n");
+    }
+}
+
+static int lookup_dtype(const char *name, options_t *o)
+{
+    for (size_t i = 0; i < LEN(dtypes); i++) {
+        if (strcmp(dtypes[i].name, name) == 0) {
+            o->dtype = &dtypes[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int lookup_op(const char *name, options_t *o)
+{
+    for (size_t i = 0; i < LEN(ops); i++) {
+        if (strcmp(ops[i].name, name) == 0) {
+            o->op = &ops[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_colls(char *list, options_t *o)
+{
+    memset(o->colls, 0, sizeof(o->colls));
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        int found = 0;
+        for (int c = 0; c < NCOLL; c++) {
+            if (strcmp(tok, coll_names[c]) == 0) {
+                o->colls[c] = found = 1;
+            }
+        }
+        if (!found) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Returns 0, or an error message. */
+static const char *parse_options(int argc, char **argv, options_t *o)
+{
+    *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 3, 0.05, NULL };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (!strcmp(a, "-b") || !strcmp(a, "--min-bytes")) {
+            if (v) o->min_bytes = parse_size(v);
+        } else if (!strcmp(a, "-e") || !strcmp(a, "--max-bytes")) {
+            if (v) o->max_bytes = parse_size(v);
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--coll")) {
+            if (v && parse_colls(argv[i + 1], o)) return "unknown collective";
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--dtype")) {
+            if (v && lookup_dtype(v, o)) return "unknown datatype";
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--op")) {
+            if (v && lookup_op(v, o)) return "unknown op";
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--mem")) {
+            if (v && strcmp(v, "host") != 0) {
+                return "--mem cuda: this build of ringx has no GPU support (host memory only)";
+            }
+        } else if (!strcmp(a, "-r") || !strcmp(a, "--rounds")) {
+            if (v) o->rounds = atoi(v) > 0 ? atoi(v) : 1;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--time")) {
+            if (v) o->target_seconds = atof(v);
+        } else if (!strcmp(a, "--csv")) {
+            o->csv = v;
+        } else if (!strcmp(a, "-i") || !strcmp(a, "--in-place")) {
+            o->in_place = 1;
+            takes = 0;
+        } else {
+            return "unknown option";
+        }
+        if (takes && v == NULL) {
+            return "option needs a value";
+        }
+        i += takes;
+    }
+    if (o->dtype->floating && o->op->kind >= OP_BAND) {
+        return "bitwise ops need an integer datatype";
+    }
+    if (o->min_bytes == 0 || o->max_bytes < o->min_bytes) {
+        return "bad size range";
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------ values and reference */
+
+/* Small integers: sums and products of up to 8 ranks stay exact in float. */
+static int64_t input_value(const options_t *o, int r, size_t i)
+{
+    if (o->op->kind == OP_PROD) {
+        return 1 + ((r + i) % 3 == 0);
+    }
+    return 1 + (int64_t)((r * 7 + i * 13) % 5) + (o->op->kind >= OP_BAND ? (int64_t)(i % 64) : 0);
+}
+
+static int64_t combine(op_kind_t k, int64_t a, int64_t b)
+{
+    switch (k) {
+    case OP_SUM:  return a + b;
+    case OP_PROD: return a * b;
+    case OP_MIN:  return a < b ? a : b;
+    case OP_MAX:  return a > b ? a : b;
+    case OP_BAND: return a & b;
+    case OP_BOR:  return a | b;
+    default:      return a ^ b;
+    }
+}
+
+static int64_t reduced_value(const options_t *o, size_t i)
+{
+    int64_t acc = input_value(o, 0, i);
+    for (int r = 1; r < nprocs; r++) {
+        acc = combine(o->op->kind, acc, input_value(o, r, i));
+    }
+    return acc;
+}
+
+static void store(const dtype_desc_t *t, void *buf, size_t i, int64_t v)
+{
+    char *p = (char *)buf + i * t->size;
+    if (t->floating) {
+        if (t->size == 4) { float f = (float)v; memcpy(p, &f, 4); }
+        else { double d = (double)v; memcpy(p, &d, 8); }
+    } else {
+        memcpy(p, &v, t->size);    /* little-endian: the low bytes */
+    }
+}
+
+/* Reads element i as an integer, and says whether it equals v once v is
+ * narrowed to the element type (integers wrap, as C arithmetic does). */
+static int element_equals(const dtype_desc_t *t, const void *buf, size_t i, int64_t v)
+{
+    const char *p = (const char *)buf + i * t->size;
+    if (t->floating) {
+        double got;
+        if (t->size == 4) { float f; memcpy(&f, p, 4); got = f; }
+        else { memcpy(&got, p, 8); }
+        return got == (double)v;
+    }
+    uint64_t got = 0, want = (uint64_t)v;
+    memcpy(&got, p, t->size);
+    if (t->size < 8) {
+        uint64_t mask = (UINT64_C(1) << (8 * t->size)) - 1;
+        got &= mask;
+        want &= mask;
+    }
+    return got == want;
+}
+
+/* ------------------------------------------------------------ buffers */
+
+typedef struct buffers {
+    void *send;
+    void *recv;
+} buffers_t;
+
+/* Puts this rank's input where the call reads it. */
+static void fill_input(const options_t *o, const point_t *pt, buffers_t *b)
+{
+    const dtype_desc_t *t = o->dtype;
+    size_t n = pt->coll == COLL_RSB ? pt->count * (size_t)nprocs : pt->count;
+    void *dst = o->in_place ? b->recv : b->send;
+    size_t first = 0;
+
+    if (pt->coll == COLL_ALLGATHER && o->in_place) {
+        first = (size_t)rank * pt->count;
+    }
+    for (size_t i = 0; i < n; i++) {
+        store(t, dst, first + i, input_value(o, rank, i));
+    }
+}
+
+static int check_output(const options_t *o, const point_t *pt, const buffers_t *b)
+{
+    const dtype_desc_t *t = o->dtype;
+    if (pt->coll == COLL_ALLGATHER) {
+        for (int r = 0; r < nprocs; r++) {
+            for (size_t i = 0; i < pt->count; i++) {
+                if (!element_equals(t, b->recv, (size_t)r * pt->count + i,
+                                    input_value(o, r, i))) {
+                    return 0;
+                }
+            }
+        }
+        return 1;
+    }
+    size_t first = pt->coll == COLL_RSB ? (size_t)rank * pt->count : 0;
+    for (size_t i = 0; i < pt->count; i++) {
+        if (!element_equals(t, b->recv, i, reduced_value(o, first + i))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int call(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm comm)
+{
+    const void *s = o->in_place ? MPI_IN_PLACE : b->send;
+    MPI_Datatype t = o->dtype->type;
+    int n = (int)pt->count;
+    switch (pt->coll) {
+    case COLL_ALLREDUCE:
+        return MPI_Allreduce(s, b->recv, n, t, o->op->op, comm);
+    case COLL_ALLGATHER:
+        return MPI_Allgather(s, n, t, b->recv, n, t, comm);
+    default:
+        return MPI_Reduce_scatter_block(s, b->recv, n, t, o->op->op, comm);
+    }
+}
+
+/* --------------------------------------------------------------- timing */
+
+/* Mean seconds per call over iters calls, max over ranks.  In place, the
+ * input is restored before every call, outside the timed region. */
+static double time_calls(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm comm,
+                         int iters)
+{
+    double total = 0, t0, worst;
+    MPI_Barrier(comm);
+    if (o->in_place) {
+        for (int i = 0; i < iters; i++) {
+            fill_input(o, pt, b);
+            MPI_Barrier(comm);
+            t0 = MPI_Wtime();
+            call(o, pt, b, comm);
+            total += MPI_Wtime() - t0;
+        }
+    } else {
+        t0 = MPI_Wtime();
+        for (int i = 0; i < iters; i++) {
+            call(o, pt, b, comm);
+        }
+        total = MPI_Wtime() - t0;
+    }
+    total /= iters;
+    MPI_Allreduce(&total, &worst, 1, MPI_DOUBLE, MPI_MAX, stock_comm);
+    return worst;
+}
+
+static int all_true(int ok)
+{
+    int all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, stock_comm);
+    return all;
+}
+
+/* Iterations for about target_seconds per measurement, same on all ranks. */
+static int choose_iters(const options_t *o, const point_t *pt, buffers_t *b)
+{
+    fill_input(o, pt, b);
+    call(o, pt, b, stock_comm);                /* warm-up of both sides */
+    fill_input(o, pt, b);
+    call(o, pt, b, ringx_comm);
+    double once = time_calls(o, pt, b, stock_comm, 1);
+    int iters = once > 0 ? (int)(o->target_seconds / once) : 1000;
+    return iters < 3 ? 3 : iters > 1000 ? 1000 : iters;
+}
+
+/* The ringx algorithms whose counters moved since before[]. */
+static void algorithms_used(const char *coll, const unsigned long long *before, int n,
+                            char *out, size_t len, unsigned long long *served)
+{
+    char algs[16][RINGX_PVAR_NAME_LEN];
+    unsigned long long now[16];
+    int m = ringx_pvars_algorithms(coll, algs, now, n < 16 ? n : 16);
+
+    out[0] = '\0';
+    *served = 0;
+    for (int i = 0; i < m; i++) {
+        if (now[i] > before[i]) {
+            size_t used = strlen(out);
+            snprintf(out + used, len - used, "%s%s", used ? "+" : "", algs[i]);
+            *served += now[i] - before[i];
+        }
+    }
+    if (!out[0]) {
+        snprintf(out, len, "none");
+    }
+}
+
+static void measure(const options_t *o, const point_t *pt, buffers_t *b, side_result_t *rx,
+                    side_result_t *stock)
+{
+    const char *coll = coll_names[pt->coll];
+    char algs[16][RINGX_PVAR_NAME_LEN];
+    unsigned long long before[16];
+    int nalg = ringx_pvars_algorithms(coll, algs, before, 16);
+    unsigned long long stock_before = ringx_pvars_served(coll), rx_before = 0;
+
+    rx->seconds = stock->seconds = 1e30;
+    for (int r = 0; r < o->rounds; r++) {
+        double t;
+        if (r == 0) {
+            rx_before = ringx_pvars_served(coll);
+        }
+        fill_input(o, pt, b);
+        t = time_calls(o, pt, b, ringx_comm, pt->iters);
+        rx->seconds = t < rx->seconds ? t : rx->seconds;
+        if (r == o->rounds - 1) {
+            rx->valid = all_true(check_output(o, pt, b));
+            stock_before = ringx_pvars_served(coll);
+        }
+        fill_input(o, pt, b);
+        t = time_calls(o, pt, b, stock_comm, pt->iters);
+        stock->seconds = t < stock->seconds ? t : stock->seconds;
+    }
+    stock->valid = all_true(check_output(o, pt, b));
+    algorithms_used(coll, before, nalg, rx->alg, sizeof(rx->alg), &rx->served);
+    /* Proof of the code path: every ringx-side call counted by ringx, and
+     * none of the stock side's. */
+    stock->served = ringx_pvars_served(coll) - stock_before;
+    rx->valid = rx->valid && all_true(stock_before - rx_before ==
+                                      (unsigned long long)o->rounds * (unsigned long long)pt->iters);
+    stock->valid = stock->valid && all_true(stock->served == 0);
+}
+
+/* ------------------------------------------------------------- output */
+
+static const char *human(size_t bytes, char *buf, size_t len)
+{
+    const char *units[] = { "B", "KiB", "MiB", "GiB" };
+    int u = 0;
+    double v = (double)bytes;
+    while (v >= 1024 && u < 3 && bytes % 1024 == 0) {
+        v /= 1024;
+        bytes /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%g %s", v, units[u]);
+    return buf;
+}
+
+static double bus_factor(int coll)
+{
+    double p = nprocs;
+    return coll == COLL_ALLREDUCE ? 2 * (p - 1) / p : (p - 1) / p;
+}
+
+static void print_header(const options_t *o)
+{
+    printf("# ringx vs stock Open MPI collectives: np=%d, %s %s, host memory, %s\n", nprocs,
+           o->dtype->name, o->op->name, o->in_place ? "in place" : "out of place");
+    printf("# time per call = best of %d interleaved rounds (each the mean of N calls, max "
+           "over ranks); busbw as in nccl-tests; ratio = ringx busbw / stock busbw\n",
+           o->rounds);
+    printf("%-21s %10s %9s %6s | %10s %9s %-10s | %10s %9s | %6s %s\n", "collective", "size",
+           "count", "iters", "ringx us", "GB/s", "algorithm", "stock us", "GB/s", "ratio",
+           "check");
+    fflush(stdout);
+}
+
+static void report(const options_t *o, const point_t *pt, const side_result_t *rx,
+                   const side_result_t *stock, FILE *csv, int index, int total)
+{
+    char size[32];
+    double rx_alg = pt->bytes / rx->seconds / 1e9, st_alg = pt->bytes / stock->seconds / 1e9;
+    double f = bus_factor(pt->coll);
+    const char *check = rx->valid && stock->valid ? "ok" : !rx->valid ? "FAIL(ringx)"
+                                                                       : "FAIL(stock)";
+    printf("%-21s %10s %9zu %6d | %10.2f %9.3f %-10s | %10.2f %9.3f | %6.2f %-5s [%d/%d]\n",
+           coll_names[pt->coll], human(pt->bytes, size, sizeof(size)), pt->count, pt->iters,
+           rx->seconds * 1e6, rx_alg * f, rx->alg, stock->seconds * 1e6, st_alg * f,
+           stock->seconds / rx->seconds, check, index, total);
+    fflush(stdout);
+    if (csv) {
+        fprintf(csv, "%s,%zu,%zu,%d,%s,%s,%s,%d,%.3f,%.6f,%.6f,%s,%.3f,%.6f,%.6f,%.4f,%s\n",
+                coll_names[pt->coll], pt->bytes, pt->count, nprocs, o->dtype->name,
+                o->op->name, "host", o->in_place, rx->seconds * 1e6, rx_alg, rx_alg * f,
+                rx->alg, stock->seconds * 1e6, st_alg, st_alg * f,
+                stock->seconds / rx->seconds, check);
+        fflush(csv);
+    }
+}
+
+static void print_pvar_summary(void)
+{
+    printf("\n# ringx performance variables of this process (rank 0), whole run:\n");
+    for (int c = 0; c < NCOLL; c++) {
+        char algs[16][RINGX_PVAR_NAME_LEN], name[128];
+        unsigned long long calls[16], v;
+        int n = ringx_pvars_algorithms(coll_names[c], algs, calls, 16);
+        printf("#   %-21s", coll_names[c]);
+        for (int i = 0; i < n; i++) {
+            printf(" %s=%llu", algs[i], calls[i]);
+        }
+        snprintf(name, sizeof(name), "coll_ringx_%s_bytes_sent", coll_names[c]);
+        if (ringx_pvar_read(name, &v) == 0) {
+            printf(" bytes_sent=%llu", v);
+        }
+        printf("\n");
+    }
+}
+
+/* ---------------------------------------------------------- the sweep */
+
+static point_t make_point(const options_t *o, int coll, size_t bytes)
+{
+    size_t esize = o->dtype->size;
+    point_t pt = { coll, 0, 0, 0 };
+    if (coll == COLL_ALLREDUCE) {
+        pt.count = bytes / esize ? bytes / esize : 1;
+        pt.bytes = pt.count * esize;
+    } else {
+        size_t per_rank = esize * (size_t)nprocs;
+        pt.count = bytes / per_rank ? bytes / per_rank : 1;
+        pt.bytes = pt.count * per_rank;
+    }
+    return pt;
+}
+
+static int count_points(const options_t *o)
+{
+    int n = 0;
+    for (int c = 0; c < NCOLL; c++) {
+        size_t last = 0;
+        for (size_t s = o->min_bytes; c < NCOLL && o->colls[c] && s <= o->max_bytes; s *= 2) {
+            point_t pt = make_point(o, c, s);
+            n += pt.bytes != last;
+            last = pt.bytes;
+        }
+    }
+    return n;
+}
+
+static int sweep(const options_t *o, buffers_t *b, FILE *csv)
+{
+    int failures = 0, index = 0, total = count_points(o);
+    for (int c = 0; c < NCOLL; c++) {
+        size_t last = 0;
+        for (size_t s = o->min_bytes; o->colls[c] && s <= o->max_bytes; s *= 2) {
+            point_t pt = make_point(o, c, s);
+            side_result_t rx = { 0 }, stock = { 0 };
+            if (pt.bytes == last) {
+                continue;
+            }
+            last = pt.bytes;
+            pt.iters = choose_iters(o, &pt, b);
+            measure(o, &pt, b, &rx, &stock);
+            failures += !(rx.valid && stock.valid);
+            if (rank == 0) {
+                report(o, &pt, &rx, &stock, csv, ++index, total);
+            }
+        }
+    }
+    return failures;
+}
+
+/* The stock side: a communicator made while ringx's priority is negative. */
+static int set_ringx_priority(int value, int *old)
+{
+    int index, count;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index("coll_ringx_priority", &index) != MPI_SUCCESS ||
+        MPI_T_cvar_handle_alloc(index, NULL, &h, &count) != MPI_SUCCESS) {
+        return -1;
+    }
+    int rc = (old ? MPI_T_cvar_read(h, old) : MPI_SUCCESS) == MPI_SUCCESS &&
+             MPI_T_cvar_write(h, &value) == MPI_SUCCESS;
+    MPI_T_cvar_handle_free(&h);
+    return rc ? 0 : -1;
+}
+
+static const char *make_communicators(void)
+{
+    int priority;
+    if (set_ringx_priority(-1, &priority) != 0) {
+        return "ringx is not loaded (no coll_ringx_priority control variable): set "
+               "OMPI_MCA_mca_base_component_path or install the component";
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &stock_comm);
+    set_ringx_priority(priority, NULL);
+    MPI_Comm_dup(MPI_COMM_WORLD, &ringx_comm);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    options_t o;
+    buffers_t b;
+    FILE *csv = NULL;
+    const char *err;
+    int failures;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    err = parse_options(argc, argv, &o);
+    if (!err && ringx_pvars_open() <= 0) {
+        err = "ringx is not loaded (no coll_ringx_* performance variables)";
+    }
+    if (!err) {
+        err = make_communicators();
+    }
+    if (err) {
+        if (rank == 0) {
+            fprintf(stderr, "ringx_bench: %s\n", err);
+            usage();
+        }
+        MPI_Finalize();
+        return 2;
+    }
+    size_t max_buf = o.max_bytes + o.dtype->size * (size_t)nprocs;
+    b.send = malloc(max_buf);
+    b.recv = malloc(max_buf);
+    if (rank == 0) {
+        if (o.csv && !(csv = fopen(o.csv, "w"))) {
+            perror(o.csv);
+        }
+        if (csv) {
+            fprintf(csv, "collective,bytes,count,np,dtype,op,mem,in_place,ringx_us,"
+                         "ringx_algbw_GBs,ringx_busbw_GBs,ringx_algorithm,stock_us,"
+                         "stock_algbw_GBs,stock_busbw_GBs,ratio,check\n");
+        }
+        print_header(&o);
+    }
+    failures = sweep(&o, &b, csv);
+    if (rank == 0) {
+        print_pvar_summary();
+        printf("# %s\n", failures ? "FAILED: some results were wrong or not served as expected"
+                                  : "all results validated");
+        if (csv) {
+            fclose(csv);
+        }
+    }
+    free(b.send);
+    free(b.recv);
+    MPI_Comm_free(&ringx_comm);
+    MPI_Comm_free(&stock_comm);
+    ringx_pvars_close();
+    MPI_Finalize();
+    return failures ? 1 : 0;
+}
