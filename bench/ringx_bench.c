@@ -493,18 +493,14 @@ static void print_pvar_summary(void)
 {
     printf("\n# ringx performance variables of this process (rank 0), whole run:\n");
     for (int c = 0; c < NCOLL; c++) {
-        char algs[16][RINGX_PVAR_NAME_LEN], name[128];
-        unsigned long long calls[16], v;
+        char algs[16][RINGX_PVAR_NAME_LEN];
+        unsigned long long calls[16];
         int n = ringx_pvars_algorithms(coll_names[c], algs, calls, 16);
         printf("#   %-21s", coll_names[c]);
         for (int i = 0; i < n; i++) {
             printf(" %s=%llu", algs[i], calls[i]);
         }
-        snprintf(name, sizeof(name), "coll_ringx_%s_bytes_sent", coll_names[c]);
-        if (ringx_pvar_read(name, &v) == 0) {
-            printf(" bytes_sent=%llu", v);
-        }
-        printf("\n");
+        printf(" bytes_sent=%llu\n", ringx_pvar_read_coll(coll_names[c], "bytes_sent"));
     }
 }
 

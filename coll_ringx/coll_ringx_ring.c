@@ -22,7 +22,8 @@ typedef struct ring_cursor {
 typedef struct ring_walk {
     ringx_ring_t *ring;
     mca_coll_ringx_module_t *m;
-    ringx_peer_t *right;
+    ringx_peer_t *left;         /* sends to this rank */
+    ringx_peer_t *right;        /* receives from this rank */
     size_t seg_elems;
     size_t seg_bytes;
     uint32_t seq;
@@ -37,6 +38,8 @@ typedef struct ring_walk {
 
     size_t max_segs;            /* segments of the largest block */
     ringx_req_t *send_req;      /* [2][max_segs]: the sends of two consecutive steps */
+    ringx_req_t fin_recv;       /* the right neighbour's "all received" */
+    ringx_req_t fin_send;       /* ours, to the left neighbour */
     unsigned idle;
 } ring_walk_t;
 
@@ -79,7 +82,7 @@ static size_t seg_elems_at(const ring_walk_t *w, int block, size_t seg)
 
 static uint64_t tag_of(const ring_walk_t *w, int step, size_t seg)
 {
-    return ringx_tag_make(w->m->comm_id, w->seq, (uint32_t)step, seg);
+    return ringx_tag_data(w->m->comm_id, w->seq, (uint32_t)step, seg);
 }
 
 static ringx_req_t *send_slot(ring_walk_t *w, int step, size_t seg)
@@ -173,11 +176,62 @@ static int post_first_sends(ring_walk_t *w)
     return rc;
 }
 
+/* 1 if every send has completed, 0 if some are pending, or an error. */
+static int sends_complete(ring_walk_t *w)
+{
+    int all = 1;
+    for (size_t i = 0; i < 2 * w->max_segs; i++) {
+        int rc = ringx_ucx_test(&w->send_req[i]);
+        if (rc < 0) {
+            return rc;
+        }
+        all &= rc;
+    }
+    return all;
+}
+
+/*
+ * The end-of-call handshake.  A send can stay incomplete inside UCX after
+ * its receiver has all the data: the last step of a rendezvous may wait
+ * for the receiver's UCX to progress, and a receiver that has returned to
+ * the application (or to another component's collective) may not progress
+ * ringx's worker for a long time.  So each rank, once all its data has
+ * arrived, says so to its left neighbour; a rank whose sends are still
+ * pending waits for that word from its right neighbour instead of for UCX,
+ * and then lets the sends finish inside UCX.  When every send has already
+ * completed, the word is left to arrive on its own.
+ */
+static int finish(ring_walk_t *w)
+{
+    int rc = ringx_ucx_isend(w->left, NULL, 0, ringx_tag_fin(w->m->comm_id, w->seq),
+                             &w->fin_send);
+    int complete = rc == OMPI_SUCCESS ? sends_complete(w) : rc;
+
+    if (complete == 1) {
+        ringx_ucx_release(&w->fin_recv);
+    } else if (complete == 0) {
+        rc = wait_req(w, &w->fin_recv);
+        for (size_t i = 0; i < 2 * w->max_segs; i++) {
+            ringx_ucx_release(&w->send_req[i]);
+        }
+    } else {
+        rc = complete;
+    }
+    return rc == OMPI_SUCCESS ? wait_req(w, &w->fin_send) : rc;
+}
+
 static int walk(ring_walk_t *w)
 {
     int nsteps = w->ring->nsteps;
-    int rc = post_first_sends(w);
+    int rc;
 
+    if (w->ring->count == 0) {
+        return OMPI_SUCCESS;            /* nothing moves, on any rank */
+    }
+    rc = ringx_ucx_irecv(NULL, 0, ringx_tag_fin(w->m->comm_id, w->seq), &w->fin_recv);
+    if (rc == OMPI_SUCCESS) {
+        rc = post_first_sends(w);
+    }
     while (rc == OMPI_SUCCESS && w->next_done.step < nsteps) {
         while (rc == OMPI_SUCCESS && w->next_post.step < nsteps &&
                w->posted - w->done < (size_t)w->depth) {
@@ -193,13 +247,7 @@ static int walk(ring_walk_t *w)
             ringx_ucx_progress(&w->idle);
         }
     }
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_ucx_flush();
-    }
-    for (size_t i = 0; rc == OMPI_SUCCESS && i < 2 * w->max_segs; i++) {
-        rc = wait_req(w, &w->send_req[i]);
-    }
-    return rc;
+    return rc == OMPI_SUCCESS ? finish(w) : rc;
 }
 
 /* On an error nothing may hang: outstanding receives are cancelled and
@@ -212,6 +260,8 @@ static void abandon_all(ring_walk_t *w)
     for (size_t i = 0; i < 2 * w->max_segs; i++) {
         ringx_ucx_abandon(&w->send_req[i]);
     }
+    ringx_ucx_abandon(&w->fin_recv);
+    ringx_ucx_abandon(&w->fin_send);
 }
 
 static int walk_setup(ring_walk_t *w, ringx_ring_t *ring)
@@ -221,6 +271,7 @@ static int walk_setup(ring_walk_t *w, ringx_ring_t *ring)
 
     w->ring = ring;
     w->m = m;
+    w->left = m->peers[(m->rank + m->size - 1) % m->size];
     w->right = m->peers[(m->rank + 1) % m->size];
     w->seg_elems = ringx_segment_elems(mca_coll_ringx_component.segment_size, ring->elem_size);
     w->seg_bytes = w->seg_elems * ring->elem_size;

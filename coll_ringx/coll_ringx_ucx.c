@@ -319,10 +319,10 @@ int ringx_ucx_wait(ringx_req_t *req)
     return done < 0 ? done : OMPI_SUCCESS;
 }
 
-int ringx_ucx_flush(void)
+void ringx_ucx_release(ringx_req_t *req)
 {
-    ucp_request_param_t param = { .op_attr_mask = 0 };
-    ringx_req_t req;
-    int rc = posted(ucp_worker_flush_nbx(ucx.worker, &param), &req);
-    return rc == OMPI_SUCCESS ? ringx_ucx_wait(&req) : rc;
+    if (*req != NULL) {
+        ucp_request_free(*req);
+        *req = NULL;
+    }
 }

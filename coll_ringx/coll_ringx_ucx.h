@@ -59,13 +59,10 @@ void ringx_ucx_progress(unsigned *idle);
 /* Waits until *req completes; returns 0 or an OMPI error code. */
 int ringx_ucx_wait(ringx_req_t *req);
 
-/* Waits until every operation this process's worker started, including
- * UCX's own protocol messages, has completed at its target.  A rank calls
- * it before leaving a collective: a rendezvous receive that has completed
- * may still owe the sender the acknowledgement that completes the send,
- * and a rank that returns to non-ringx work would not progress UCX to
- * deliver it, leaving the sender waiting. */
-int ringx_ucx_flush(void);
+/* Lets go of an outstanding request without cancelling it: the operation
+ * completes inside UCX (a receive still consumes its message) and ringx is
+ * not told.  Only for requests whose completion no longer matters. */
+void ringx_ucx_release(ringx_req_t *req);
 
 /* Set by the component from coll_ringx_yield and Open MPI's settings. */
 void ringx_ucx_set_yield(int yield);

@@ -3,8 +3,8 @@
  * program: the tests and the benchmark use them to prove which algorithm
  * (or which fallback) served a call.
  *
- * Header-only (static functions), standard MPI_T only: any MPI program can
- * include it.  Call ringx_pvars_open() after MPI_Init.
+ * Header-only (static inline functions), standard MPI_T only: any MPI
+ * program can include it.  Call ringx_pvars_open() after MPI_Init.
  *
  * Counters (process-wide totals, MPI_T class COUNTER):
  *   coll_ringx_<coll>_<alg>_calls          calls served by algorithm <alg>
@@ -19,27 +19,61 @@
 #include <stdio.h>
 #include <string.h>
 
-#define RINGX_PVARS_MAX 128
+#define RINGX_PVARS_MAX 256
 #define RINGX_PVAR_NAME_LEN 96
+
+/* What MPI_T says about one coll_ringx_* variable. */
+typedef struct ringx_pvar_info {
+    char name[RINGX_PVAR_NAME_LEN];
+    int index;
+    int var_class;
+    MPI_Datatype datatype;
+    int bind;
+    int readonly;
+    int continuous;
+    int has_handle;
+    MPI_T_pvar_handle handle;
+} ringx_pvar_info_t;
 
 static struct {
     int open;
     MPI_T_pvar_session session;
     int count;
-    char names[RINGX_PVARS_MAX][RINGX_PVAR_NAME_LEN];
-    MPI_T_pvar_handle handles[RINGX_PVARS_MAX];
+    ringx_pvar_info_t vars[RINGX_PVARS_MAX];
 } ringx_pvars __attribute__((unused));
 
-static inline int ringx_pvars_is_ours(const char *name)
+/* The collectives whose names prefix the pvar names. */
+static const char *const ringx_pvars_colls[] __attribute__((unused)) = {
+    "allreduce", "allgather", "reduce_scatter_block"
+};
+
+static inline void ringx_pvars_add(int index)
 {
-    return strncmp(name, "coll_ringx_", 11) == 0;
+    ringx_pvar_info_t *v = &ringx_pvars.vars[ringx_pvars.count];
+    char desc[512];
+    int name_len = RINGX_PVAR_NAME_LEN, desc_len = sizeof(desc);
+    int verbosity, atomic, count;
+    MPI_T_enum enumtype;
+
+    if (MPI_T_pvar_get_info(index, v->name, &name_len, &verbosity, &v->var_class,
+                            &v->datatype, &enumtype, desc, &desc_len, &v->bind,
+                            &v->readonly, &v->continuous, &atomic) != MPI_SUCCESS ||
+        strncmp(v->name, "coll_ringx_", 11) != 0) {
+        return;
+    }
+    v->index = index;
+    v->has_handle = v->var_class == MPI_T_PVAR_CLASS_COUNTER &&
+                    MPI_T_pvar_handle_alloc(ringx_pvars.session, index, NULL, &v->handle,
+                                            &count) == MPI_SUCCESS;
+    ringx_pvars.count++;
 }
 
-/* Binds a handle to every coll_ringx_* counter.  Returns the number of
- * ringx counters found (0: the component is not loaded), -1 on error. */
+/* Finds every coll_ringx_* variable and binds a handle to each counter.
+ * Returns how many there are (0: the component is not loaded), -1 if
+ * MPI_T fails. */
 static inline int ringx_pvars_open(void)
 {
-    int provided, num, rc;
+    int provided, num;
 
     if (ringx_pvars.open) {
         return ringx_pvars.count;
@@ -51,24 +85,7 @@ static inline int ringx_pvars_open(void)
     }
     ringx_pvars.open = 1;
     for (int i = 0; i < num && ringx_pvars.count < RINGX_PVARS_MAX; i++) {
-        char name[RINGX_PVAR_NAME_LEN], desc[256];
-        int name_len = sizeof(name), desc_len = sizeof(desc);
-        int verbosity, var_class, bind, readonly, continuous, atomic, count;
-        MPI_Datatype type;
-        MPI_T_enum enumtype;
-
-        rc = MPI_T_pvar_get_info(i, name, &name_len, &verbosity, &var_class, &type, &enumtype,
-                                 desc, &desc_len, &bind, &readonly, &continuous, &atomic);
-        if (rc != MPI_SUCCESS || !ringx_pvars_is_ours(name) ||
-            var_class != MPI_T_PVAR_CLASS_COUNTER) {
-            continue;
-        }
-        MPI_T_pvar_handle *h = &ringx_pvars.handles[ringx_pvars.count];
-        if (MPI_T_pvar_handle_alloc(ringx_pvars.session, i, NULL, h, &count) != MPI_SUCCESS) {
-            continue;
-        }
-        snprintf(ringx_pvars.names[ringx_pvars.count], RINGX_PVAR_NAME_LEN, "%s", name);
-        ringx_pvars.count++;
+        ringx_pvars_add(i);
     }
     return ringx_pvars.count;
 }
@@ -79,74 +96,111 @@ static inline void ringx_pvars_close(void)
         return;
     }
     for (int i = 0; i < ringx_pvars.count; i++) {
-        MPI_T_pvar_handle_free(ringx_pvars.session, &ringx_pvars.handles[i]);
+        if (ringx_pvars.vars[i].has_handle) {
+            MPI_T_pvar_handle_free(ringx_pvars.session, &ringx_pvars.vars[i].handle);
+        }
     }
     MPI_T_pvar_session_free(&ringx_pvars.session);
     MPI_T_finalize();
     memset(&ringx_pvars, 0, sizeof(ringx_pvars));
 }
 
-/* Reads the counter called name (full name, "coll_ringx_..."); returns 0,
- * or -1 if there is no such counter. */
-static inline int ringx_pvar_read(const char *name, unsigned long long *value)
+static inline const ringx_pvar_info_t *ringx_pvar_find(const char *name)
 {
-    *value = 0;
     for (int i = 0; i < ringx_pvars.count; i++) {
-        if (strcmp(ringx_pvars.names[i], name) == 0) {
-            return MPI_T_pvar_read(ringx_pvars.session, ringx_pvars.handles[i], value) ==
-                           MPI_SUCCESS ? 0 : -1;
+        if (strcmp(ringx_pvars.vars[i].name, name) == 0) {
+            return &ringx_pvars.vars[i];
         }
     }
-    return -1;
+    return NULL;
 }
 
-/* The algorithm counter at index i if it belongs to coll: its algorithm
- * name goes to alg (NULL when i is another counter). */
-static inline const char *ringx_pvars_algorithm_of(int i, const char *coll, char *alg, size_t len)
+static inline int ringx_pvar_read_info(const ringx_pvar_info_t *v, unsigned long long *value)
 {
-    char prefix[RINGX_PVAR_NAME_LEN];
-    const char *name = ringx_pvars.names[i];
-    size_t plen, nlen = strlen(name);
+    *value = 0;
+    return v && v->has_handle &&
+                   MPI_T_pvar_read(ringx_pvars.session, v->handle, value) == MPI_SUCCESS
+               ? 0
+               : -1;
+}
 
-    snprintf(prefix, sizeof(prefix), "coll_ringx_%s_", coll);
-    plen = strlen(prefix);
-    if (strncmp(name, prefix, plen) != 0 || nlen < plen + 6 ||
-        strcmp(name + nlen - 6, "_calls") != 0 ||
-        strncmp(name + plen, "fallback_", 9) == 0) {
+/* Reads the counter with this full name; 0, or -1 if there is none. */
+static inline int ringx_pvar_read(const char *name, unsigned long long *value)
+{
+    return ringx_pvar_read_info(ringx_pvar_find(name), value);
+}
+
+/* Reads coll_ringx_<coll>_<what> (0 if there is no such counter). */
+static inline unsigned long long ringx_pvar_read_coll(const char *coll, const char *what)
+{
+    char name[RINGX_PVAR_NAME_LEN];
+    unsigned long long value;
+
+    snprintf(name, sizeof(name), "coll_ringx_%s_%s", coll, what);
+    (void)ringx_pvar_read(name, &value);
+    return value;
+}
+
+/* The collective a pvar belongs to: the longest known name that prefixes
+ * it, so that a "reduce_scatter" could never claim "reduce_scatter_block_*". */
+static inline const char *ringx_pvar_coll(const char *name)
+{
+    const char *best = NULL;
+    const char *rest = name + 11;
+
+    for (size_t i = 0; i < sizeof(ringx_pvars_colls) / sizeof(ringx_pvars_colls[0]); i++) {
+        size_t len = strlen(ringx_pvars_colls[i]);
+        if (strncmp(rest, ringx_pvars_colls[i], len) == 0 && rest[len] == '_' &&
+            (!best || len > strlen(best))) {
+            best = ringx_pvars_colls[i];
+        }
+    }
+    return best;
+}
+
+/* If variable v counts the calls of one algorithm of coll, writes the
+ * algorithm's name to alg and returns it; NULL otherwise. */
+static inline const char *ringx_pvar_algorithm(const ringx_pvar_info_t *v, const char *coll,
+                                               char *alg, size_t len)
+{
+    const char *owner = ringx_pvar_coll(v->name);
+    size_t nlen = strlen(v->name), plen = 11 + (owner ? strlen(owner) + 1 : 0);
+    const char *rest = v->name + plen;
+
+    if (!owner || strcmp(owner, coll) != 0 || nlen < plen + 6 ||
+        strcmp(v->name + nlen - 6, "_calls") != 0 || strncmp(rest, "fallback_", 9) == 0) {
         return NULL;
     }
-    snprintf(alg, len, "%.*s", (int)(nlen - plen - 6), name + plen);
+    snprintf(alg, len, "%.*s", (int)(nlen - plen - 6), rest);
     return alg;
+}
+
+/* Per-algorithm counters of coll: fills up to max names and values and
+ * returns how many were filled. */
+static inline int ringx_pvars_algorithms(const char *coll, char (*algs)[RINGX_PVAR_NAME_LEN],
+                                         unsigned long long *values, int max)
+{
+    int n = 0;
+    for (int i = 0; i < ringx_pvars.count && n < max; i++) {
+        if (ringx_pvar_algorithm(&ringx_pvars.vars[i], coll, algs[n], RINGX_PVAR_NAME_LEN)) {
+            ringx_pvar_read_info(&ringx_pvars.vars[i], &values[n]);
+            n++;
+        }
+    }
+    return n;
 }
 
 /* Calls of coll served by ringx, over all its algorithms. */
 static inline unsigned long long ringx_pvars_served(const char *coll)
 {
-    unsigned long long total = 0, v;
-    char alg[RINGX_PVAR_NAME_LEN];
+    char algs[32][RINGX_PVAR_NAME_LEN];
+    unsigned long long values[32], total = 0;
+    int n = ringx_pvars_algorithms(coll, algs, values, 32);
 
-    for (int i = 0; i < ringx_pvars.count; i++) {
-        if (ringx_pvars_algorithm_of(i, coll, alg, sizeof(alg)) &&
-            MPI_T_pvar_read(ringx_pvars.session, ringx_pvars.handles[i], &v) == MPI_SUCCESS) {
-            total += v;
-        }
+    for (int i = 0; i < n; i++) {
+        total += values[i];
     }
     return total;
-}
-
-/* Per-algorithm counters of coll: fills up to max names and values and
- * returns how many there are. */
-static inline int ringx_pvars_algorithms(const char *coll, char (*algs)[RINGX_PVAR_NAME_LEN],
-                                  unsigned long long *values, int max)
-{
-    int n = 0;
-    for (int i = 0; i < ringx_pvars.count && n < max; i++) {
-        if (ringx_pvars_algorithm_of(i, coll, algs[n], RINGX_PVAR_NAME_LEN)) {
-            MPI_T_pvar_read(ringx_pvars.session, ringx_pvars.handles[i], &values[n]);
-            n++;
-        }
-    }
-    return n;
 }
 
 #endif /* RINGX_PVARS_H */

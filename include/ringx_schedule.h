@@ -109,6 +109,22 @@ static inline uint64_t ringx_tag_make(uint32_t comm_id, uint32_t seq, uint32_t s
     return t;
 }
 
+/* Step values below RINGX_TAG_DATA_STEPS carry data (long walks wrap);
+ * the last value marks the end-of-call handshake. */
+#define RINGX_TAG_DATA_STEPS ((1u << RINGX_TAG_STEP_BITS) - 1)
+#define RINGX_TAG_FIN_STEP RINGX_TAG_DATA_STEPS
+
+static inline uint64_t ringx_tag_data(uint32_t comm_id, uint32_t seq, uint32_t step,
+                                      uint64_t seg)
+{
+    return ringx_tag_make(comm_id, seq, step % RINGX_TAG_DATA_STEPS, seg);
+}
+
+static inline uint64_t ringx_tag_fin(uint32_t comm_id, uint32_t seq)
+{
+    return ringx_tag_make(comm_id, seq, RINGX_TAG_FIN_STEP, 0);
+}
+
 static inline uint32_t ringx_tag_comm_id(uint64_t tag)
 {
     return (uint32_t)(tag >> (RINGX_TAG_SEQ_BITS + RINGX_TAG_STEP_BITS + RINGX_TAG_SEG_BITS));

@@ -160,6 +160,20 @@ START_TEST(tags_differ_in_every_field)
 }
 END_TEST
 
+/* The end-of-call handshake has a step value no data step ever takes. */
+START_TEST(fin_tags_never_collide_with_data)
+{
+    for (uint32_t step = 0; step < 3 * RINGX_TAG_DATA_STEPS; step += 7) {
+        for (uint64_t seg = 0; seg < 8192; seg += 4095) {
+            ck_assert_uint_ne(ringx_tag_data(3, 5, step, seg), ringx_tag_fin(3, 5));
+        }
+    }
+    ck_assert_uint_eq(ringx_tag_step(ringx_tag_fin(3, 5)), RINGX_TAG_FIN_STEP);
+    ck_assert_uint_ne(ringx_tag_fin(3, 5), ringx_tag_fin(3, 6));
+    ck_assert_uint_ne(ringx_tag_fin(3, 5), ringx_tag_fin(4, 5));
+}
+END_TEST
+
 START_TEST(decision_defaults_to_ring)
 {
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
@@ -213,6 +227,7 @@ static Suite *schedule_suite(void)
     tcase_add_test(ring, ring_allgather_half_fills_the_rest);
     tcase_add_test(tags, tags_round_trip);
     tcase_add_test(tags, tags_differ_in_every_field);
+    tcase_add_test(tags, fin_tags_never_collide_with_data);
     tcase_add_test(decision, decision_defaults_to_ring);
     tcase_add_test(decision, decision_honours_a_valid_forced_algorithm);
     tcase_add_test(decision, names_are_the_pvar_and_mca_spellings);

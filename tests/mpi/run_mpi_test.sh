@@ -1,0 +1,63 @@
+#!/bin/sh
+# run_mpi_test.sh - launch an MPI test program for `make check`.
+#
+#   run_mpi_test.sh NP PROGRAM [ARGS...]
+#
+# Runs PROGRAM on NP processes of this machine (oversubscribed: the test
+# machines have fewer cores than the largest NP).  Open MPI finds the
+# component under test through RINGX_COMPONENT_DIR (the build's
+# components/ directory), searched before Open MPI's own component directory.
+# Extra mpirun options can be given in RINGX_MPIRUN_ARGS (split on blanks),
+# e.g. "--mca coll_ringx_allreduce_enable 0".
+#
+# A hung job is aborted after RINGX_MPI_TIMEOUT seconds (default 300; 0:
+# never), so that a deadlock fails the test instead of stalling the suite;
+# mpirun then exits non-zero.
+#
+# Exits with mpirun's status.
+
+set -u
+
+if [ "$#" -lt 2 ]; then
+    echo "usage: $0 NP PROGRAM [ARGS...]" >&2
+    exit 2
+fi
+np=$1
+program=$2
+shift 2
+
+# `ompi_info --path pkglibdir --parsable` prints "path:pkglibdir:/usr/...".
+ompi_pkglibdir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
+if [ -z "$ompi_pkglibdir" ]; then
+    echo "$0: cannot find Open MPI's pkglibdir with ompi_info" >&2
+    exit 2
+fi
+
+if [ -n "${RINGX_COMPONENT_DIR:-}" ]; then
+    OMPI_MCA_mca_base_component_path="$RINGX_COMPONENT_DIR:$ompi_pkglibdir"
+else
+    echo "$0: warning: RINGX_COMPONENT_DIR is not set; using installed components only" >&2
+    OMPI_MCA_mca_base_component_path="$ompi_pkglibdir"
+fi
+OMPI_MCA_rmaps_base_oversubscribe=1
+# Quiet unless a test asks otherwise (--mca on the command line wins).
+OMPI_MCA_coll_ringx_verbose=${OMPI_MCA_coll_ringx_verbose:-0}
+export OMPI_MCA_mca_base_component_path OMPI_MCA_rmaps_base_oversubscribe \
+    OMPI_MCA_coll_ringx_verbose
+
+timeout_s=${RINGX_MPI_TIMEOUT:-300}
+timeout_args=
+if [ "$timeout_s" != 0 ]; then
+    timeout_args="--timeout $timeout_s"
+fi
+
+echo "run_mpi_test: np=$np component_path=$OMPI_MCA_mca_base_component_path"
+echo "run_mpi_test: $program $*"
+
+# timeout_args and RINGX_MPIRUN_ARGS are split into words on purpose.
+# shellcheck disable=SC2086
+mpirun --oversubscribe --allow-run-as-root -np "$np" $timeout_args \
+    ${RINGX_MPIRUN_ARGS:-} "$program" "$@"
+status=$?
+echo "run_mpi_test: mpirun exit status $status"
+exit "$status"
