@@ -154,9 +154,10 @@ int ringx_classify_contiguous(struct ompi_datatype_t *dtype, int count,
 int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
                 ringx_coll_t coll, int buffers, int *rc);
 
-/* Counts and logs a call served by alg. */
-void ringx_count_served(ringx_coll_t coll, ringx_alg_t alg, size_t bytes,
-                        mca_coll_ringx_module_t *m, const char *why);
+/* Chooses the algorithm for a call ringx serves (honouring the
+ * collective's algorithm variable), counts the call and logs the choice.
+ * bytes is the size of the whole result (allgather) or input (reductions). */
+ringx_alg_t ringx_choose(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes);
 
 /* --------------------------------------------------------------- ring */
 

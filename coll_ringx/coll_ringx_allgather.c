@@ -88,9 +88,6 @@ int mca_coll_ringx_allgather(const void *sbuf, int scount, struct ompi_datatype_
     size_t block_bytes = (size_t)rcount * r_elem;
     const char *own = sbuf == MPI_IN_PLACE ? result + (size_t)m->rank * block_bytes
                                            : (const char *)sbuf + s_lb;
-    ringx_decision_t d = ringx_decide(RINGX_COLL_ALLGATHER,
-                                      mca_coll_ringx_component.algorithm[RINGX_COLL_ALLGATHER],
-                                      block_bytes * (size_t)m->size, m->size);
-    ringx_count_served(RINGX_COLL_ALLGATHER, d.alg, block_bytes * (size_t)m->size, m, d.why);
+    (void)ringx_choose(m, RINGX_COLL_ALLGATHER, block_bytes * (size_t)m->size);
     return allgather_ring(m, own, result, (size_t)rcount, r_elem);
 }

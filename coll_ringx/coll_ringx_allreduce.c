@@ -74,10 +74,6 @@ int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
                                   : m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                                       m->prev_allreduce_module);
     }
-    size_t bytes = (size_t)count * ringx_type_size(red.type);
-    ringx_decision_t d = ringx_decide(RINGX_COLL_ALLREDUCE,
-                                      mca_coll_ringx_component.algorithm[RINGX_COLL_ALLREDUCE],
-                                      bytes, m->size);
-    ringx_count_served(RINGX_COLL_ALLREDUCE, d.alg, bytes, m, d.why);
+    (void)ringx_choose(m, RINGX_COLL_ALLREDUCE, (size_t)count * ringx_type_size(red.type));
     return allreduce_ring(m, sbuf, rbuf, (size_t)count, red);
 }

@@ -268,10 +268,12 @@ int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
     return reason;
 }
 
-void ringx_count_served(ringx_coll_t coll, ringx_alg_t alg, size_t bytes,
-                        mca_coll_ringx_module_t *m, const char *why)
+ringx_alg_t ringx_choose(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes)
 {
-    ringx_count(&mca_coll_ringx_counters.calls[coll][alg], 1);
+    ringx_decision_t d = ringx_decide(coll, mca_coll_ringx_component.algorithm[coll], bytes,
+                                      m->size);
+    ringx_count(&mca_coll_ringx_counters.calls[coll][d.alg], 1);
     RINGX_LOG(2, "%s: %s, %zu bytes, %d ranks, comm id %u (%s)", ringx_coll_name(coll),
-              ringx_alg_name(alg), bytes, m->size, (unsigned)m->comm_id, why);
+              ringx_alg_name(d.alg), bytes, m->size, (unsigned)m->comm_id, d.why);
+    return d.alg;
 }

@@ -90,10 +90,7 @@ int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount
                    : m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                                   m->prev_reduce_scatter_block_module);
     }
-    size_t bytes = (size_t)rcount * ringx_type_size(red.type) * (size_t)m->size;
-    ringx_decision_t d = ringx_decide(
-        RINGX_COLL_REDUCE_SCATTER_BLOCK,
-        mca_coll_ringx_component.algorithm[RINGX_COLL_REDUCE_SCATTER_BLOCK], bytes, m->size);
-    ringx_count_served(RINGX_COLL_REDUCE_SCATTER_BLOCK, d.alg, bytes, m, d.why);
+    (void)ringx_choose(m, RINGX_COLL_REDUCE_SCATTER_BLOCK,
+                       (size_t)rcount * ringx_type_size(red.type) * (size_t)m->size);
     return rsb_ring(m, sbuf, rbuf, (size_t)rcount, red);
 }

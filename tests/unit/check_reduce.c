@@ -227,35 +227,24 @@ static double ref_double(double a, double b, ringx_op_t op)
     return 0;
 }
 
-static void ref_cfloat(void *d, const void *a, const void *b, ringx_op_t op)
-{
-    float x[2], y[2], r[2];
-    memcpy(x, a, sizeof x);
-    memcpy(y, b, sizeof y);
-    if (op == RINGX_OP_SUM) {
-        r[0] = x[0] + y[0];
-        r[1] = x[1] + y[1];
-    } else {
-        r[0] = x[0] * y[0] - x[1] * y[1];
-        r[1] = x[0] * y[1] + x[1] * y[0];
+/* The complex references: (re, im) pairs of T, product written out. */
+#define REF_COMPLEX(name, T)                                            \
+    static void name(void *d, const void *a, const void *b, ringx_op_t op) \
+    {                                                                   \
+        T x[2], y[2], r[2];                                             \
+        memcpy(x, a, sizeof x);                                         \
+        memcpy(y, b, sizeof y);                                         \
+        if (op == RINGX_OP_SUM) {                                       \
+            r[0] = x[0] + y[0];                                         \
+            r[1] = x[1] + y[1];                                         \
+        } else {                                                        \
+            r[0] = x[0] * y[0] - x[1] * y[1];                           \
+            r[1] = x[0] * y[1] + x[1] * y[0];                           \
+        }                                                               \
+        memcpy(d, r, sizeof r);                                         \
     }
-    memcpy(d, r, sizeof r);
-}
-
-static void ref_cdouble(void *d, const void *a, const void *b, ringx_op_t op)
-{
-    double x[2], y[2], r[2];
-    memcpy(x, a, sizeof x);
-    memcpy(y, b, sizeof y);
-    if (op == RINGX_OP_SUM) {
-        r[0] = x[0] + y[0];
-        r[1] = x[1] + y[1];
-    } else {
-        r[0] = x[0] * y[0] - x[1] * y[1];
-        r[1] = x[0] * y[1] + x[1] * y[0];
-    }
-    memcpy(d, r, sizeof r);
-}
+REF_COMPLEX(ref_cfloat, float)
+REF_COMPLEX(ref_cdouble, double)
 
 static void ref_bool(void *d, const void *a, const void *b, ringx_op_t op)
 {
