@@ -17,7 +17,7 @@
 /* Above tuned (30), han and coll/cuda (78): below coll/cuda ringx would
  * never see a device buffer in a CUDA-aware Open MPI. */
 #define RINGX_DEFAULT_PRIORITY 90
-#define RINGX_DEFAULT_SEGMENT_SIZE (128 * 1024)
+#define RINGX_DEFAULT_SEGMENT_SIZE (512 * 1024)
 #define RINGX_DEFAULT_PIPELINE_DEPTH 4
 
 static int ringx_register(void);

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <ucp/api/ucp.h>
 
@@ -150,10 +151,30 @@ static void close_endpoint(ucp_ep_h ep)
     }
 }
 
+/* Receives released by ringx_ucx_release() complete when their message is
+ * processed.  Peers sent those messages before finalizing, so they have
+ * arrived or are about to: a short drain lets UCX return the requests to
+ * its pool instead of warning about them at worker destruction. */
+static void drain_worker(void)
+{
+    const double limit = 0.1;     /* seconds */
+    struct timespec start, now;
+    unsigned idle = 0;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        idle = ucp_worker_progress(ucx.worker) ? 0 : idle + 1;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (idle < 1000 &&
+             (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec) <
+                 limit);
+}
+
 void ringx_ucx_stop(void)
 {
     pthread_mutex_lock(&ucx.lock);
     if (ucx.state == UCX_READY) {
+        drain_worker();
         while (ucx.peers) {
             ringx_peer_t *peer = ucx.peers;
             ucx.peers = peer->next;

@@ -5,6 +5,11 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 [ -x configure ] || ./autogen.sh
+if [ -f config.status ]; then
+    # autoconf refuses an out-of-tree build beside an in-tree one.
+    echo "build.sh: removing the in-tree configuration (make distclean) to build in _build"
+    make distclean >/dev/null
+fi
 mkdir -p _build
 cd _build
 ../configure "$@"
