@@ -37,6 +37,8 @@ typedef struct mca_coll_ringx_component_t {
     int verbose;
     bool enable[RINGX_COLL_COUNT];
     int algorithm[RINGX_COLL_COUNT];      /* ringx_alg_t */
+    char *thresholds[RINGX_COLL_COUNT];   /* "MAX:ALG,..,ALG" for auto */
+    char *rules_file;
     size_t segment_size;
     int pipeline_depth;
     int yield;                            /* -1 auto, 0 never, 1 always */
@@ -192,6 +194,52 @@ struct ringx_ring {
 };
 
 int ringx_ring_run(ringx_ring_t *ring);
+
+/* ------------------------------------------------------ exchange steps */
+
+/*
+ * The log(p) algorithms are lists of exchange steps (coll_ringx_exchange.c):
+ * each step sends send_bytes from send_buf to send_to and receives
+ * recv_bytes from recv_from, either straight into recv_buf or, when
+ * recv_buf is NULL, into scratch reduced as reduce_dst = reduce_local op
+ * received.  A peer of -1 (or 0 bytes) means no send or no receive.
+ */
+#define RINGX_XSCHED_MAX_STEPS 72
+
+typedef struct ringx_xstep {
+    int send_to;
+    const char *send_buf;
+    size_t send_bytes;
+    int recv_from;
+    char *recv_buf;
+    char *reduce_dst;
+    const char *reduce_local;
+    size_t recv_bytes;
+} ringx_xstep_t;
+
+typedef struct ringx_xsched {
+    mca_coll_ringx_module_t *module;
+    ringx_reduction_t red;
+    size_t elem_size;
+    size_t total_bytes;        /* the call's whole buffer: same on every rank */
+    int nsteps;
+    ringx_xstep_t steps[RINGX_XSCHED_MAX_STEPS];
+    size_t bytes_sent;
+} ringx_xsched_t;
+
+/* Appends a step that only sends, only receives, or both. */
+void ringx_xsched_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);
+void ringx_xsched_recv(ringx_xsched_t *s, int from, char *buf, size_t bytes);
+void ringx_xsched_reduce(ringx_xsched_t *s, int from, char *dst, const char *local,
+                         size_t bytes);
+/* Appends an empty step.  Steps are numbered alike on every rank (the
+ * number is part of the message tags), so a rank with nothing to do at a
+ * step still takes it. */
+void ringx_xsched_skip(ringx_xsched_t *s);
+/* Adds a send to the last step (the two halves of one exchange). */
+void ringx_xsched_also_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);
+
+int ringx_xsched_run(ringx_xsched_t *s);
 
 /* ------------------------------------------------------- collectives */
 

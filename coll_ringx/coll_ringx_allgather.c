@@ -3,6 +3,12 @@
  *
  * Ring: p-1 steps; at each a rank passes to its right neighbour the block
  * it received from its left one, straight from and into the result buffer.
+ *
+ * Recursive doubling (powers of two): log2(p) exchanges of the blocks
+ * gathered so far, straight into place.
+ *
+ * Bruck (any rank count): log2(p) steps gathering the blocks of ranks
+ * rank, rank+1, .. in a scratch buffer, rotated into place at the end.
  */
 #include "coll_ringx.h"
 
@@ -51,6 +57,61 @@ static int allgather_ring(mca_coll_ringx_module_t *m, const char *own, char *res
     return rc;
 }
 
+static void recursive_doubling_steps(ringx_xsched_t *s, char *result, size_t block_bytes)
+{
+    int rank = s->module->rank;
+    for (int mask = 1; mask < s->module->size; mask <<= 1) {
+        int partner = rank ^ mask;
+        size_t mine = (size_t)ringx_doubling_window(rank, mask) * block_bytes;
+        size_t theirs = (size_t)ringx_doubling_window(partner, mask) * block_bytes;
+        ringx_xsched_recv(s, partner, result + theirs, (size_t)mask * block_bytes);
+        ringx_xsched_also_send(s, partner, result + mine, (size_t)mask * block_bytes);
+    }
+}
+
+static void bruck_steps(ringx_xsched_t *s, char *gathered, size_t block_bytes)
+{
+    int rank = s->module->rank, p = s->module->size;
+    for (int d = 1; d < p; d *= 2) {
+        size_t bytes = (size_t)ringx_bruck_count(p, d) * block_bytes;
+        ringx_xsched_recv(s, (rank + d) % p, gathered + (size_t)d * block_bytes, bytes);
+        ringx_xsched_also_send(s, (rank - d + p) % p, gathered, bytes);
+    }
+}
+
+static int allgather_log(mca_coll_ringx_module_t *m, ringx_alg_t alg, const char *own,
+                         char *result, size_t block_bytes, size_t elem_size)
+{
+    ringx_xsched_t s = { .module = m, .elem_size = elem_size };
+    size_t total = block_bytes * (size_t)m->size;
+    char *own_block = result + (size_t)m->rank * block_bytes;
+    /* Bruck gathers rank, rank+1, .. from the start of a scratch buffer. */
+    char *gathered = alg == RINGX_ALG_BRUCK ? ringx_scratch_get(&m->blocks, total + 1) : result;
+    int rc;
+
+    if (gathered == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    s.total_bytes = total;
+    if (alg == RINGX_ALG_BRUCK) {
+        memcpy(gathered, own, block_bytes);
+        bruck_steps(&s, gathered, block_bytes);
+    } else {
+        if (own != own_block) {
+            memcpy(own_block, own, block_bytes);
+        }
+        recursive_doubling_steps(&s, result, block_bytes);
+    }
+    rc = ringx_xsched_run(&s);
+    if (rc == OMPI_SUCCESS && alg == RINGX_ALG_BRUCK) {
+        size_t head = total - (size_t)m->rank * block_bytes;
+        memcpy(own_block, gathered, head);
+        memcpy(result, gathered + head, total - head);
+    }
+    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER], s.bytes_sent);
+    return rc;
+}
+
 /* Both sides must be plain runs of bytes: allgather moves bytes only, so
  * any contiguous datatype qualifies, derived ones included. */
 static int allgather_classify(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -88,6 +149,7 @@ int mca_coll_ringx_allgather(const void *sbuf, int scount, struct ompi_datatype_
     size_t block_bytes = (size_t)rcount * r_elem;
     const char *own = sbuf == MPI_IN_PLACE ? result + (size_t)m->rank * block_bytes
                                            : (const char *)sbuf + s_lb;
-    (void)ringx_choose(m, RINGX_COLL_ALLGATHER, block_bytes * (size_t)m->size);
-    return allgather_ring(m, own, result, (size_t)rcount, r_elem);
+    ringx_alg_t alg = ringx_choose(m, RINGX_COLL_ALLGATHER, block_bytes * (size_t)m->size);
+    return alg == RINGX_ALG_RING ? allgather_ring(m, own, result, (size_t)rcount, r_elem)
+                                 : allgather_log(m, alg, own, result, block_bytes, r_elem);
 }

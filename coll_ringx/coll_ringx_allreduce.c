@@ -5,6 +5,17 @@
  * every rank, and an allgather walk of p-1 more steps continues the same
  * walk to spread the complete blocks: 2(p-1) steps, each rank sending
  * 2(p-1)/p of the buffer, which is bandwidth-optimal.
+ *
+ * Recursive doubling: log2(p) exchanges of the whole buffer: fewest
+ * latencies, for small buffers.
+ *
+ * Rabenseifner: a reduce-scatter by recursive halving and an allgather by
+ * recursive doubling: 2 log2(p) latencies and 2(p-1)/p of the buffer sent,
+ * for medium buffers.
+ *
+ * The log(p) algorithms fold rank counts that are not powers of two (see
+ * ringx_schedule.h): each even rank of the first pairs hands its buffer to
+ * its odd neighbour first and gets the result back last.
  */
 #include "coll_ringx.h"
 
@@ -59,6 +70,133 @@ static int allreduce_ring(mca_coll_ringx_module_t *m, const void *sbuf, void *rb
     return rc;
 }
 
+/*
+ * The fold around the power-of-two part of a log(p) schedule: one step in
+ * (where this rank's data is afterwards, NULL for a rank folded away), one
+ * step out.  Every rank takes both steps, empty or not, so that step
+ * numbers agree.
+ */
+static const char *fold_in(ringx_xsched_t *s, int rank, const char *input, char *result,
+                           size_t bytes)
+{
+    int rem = s->module->size - ringx_pof2_floor(s->module->size);
+    if (rank >= 2 * rem) {
+        ringx_xsched_skip(s);
+        return input;
+    }
+    if (rank % 2) {
+        ringx_xsched_reduce(s, rank - 1, result, input, bytes);
+        return result;
+    }
+    ringx_xsched_send(s, rank + 1, input, bytes);
+    return NULL;
+}
+
+static void fold_out(ringx_xsched_t *s, int rank, char *result, size_t bytes)
+{
+    int rem = s->module->size - ringx_pof2_floor(s->module->size);
+    if (rank >= 2 * rem) {
+        ringx_xsched_skip(s);
+    } else if (rank % 2) {
+        ringx_xsched_send(s, rank - 1, result, bytes);
+    } else {
+        ringx_xsched_recv(s, rank + 1, result, bytes);
+    }
+}
+
+/* The power-of-two part: nsteps steps, empty on a rank folded away. */
+static void skip_steps(ringx_xsched_t *s, int nsteps)
+{
+    for (int i = 0; i < nsteps; i++) {
+        ringx_xsched_skip(s);
+    }
+}
+
+static int log2_of(int pof2)
+{
+    int k = 0;
+    while ((1 << k) < pof2) {
+        k++;
+    }
+    return k;
+}
+
+static void recursive_doubling_steps(ringx_xsched_t *s, const char *input, char *result,
+                                     size_t bytes)
+{
+    int rank = s->module->rank, p = s->module->size, pof2 = ringx_pof2_floor(p);
+    int newrank = ringx_fold_newrank(rank, p);
+    const char *cur = fold_in(s, rank, input, result, bytes);
+
+    if (newrank < 0) {
+        skip_steps(s, log2_of(pof2));
+    }
+    for (int mask = 1; newrank >= 0 && mask < pof2; mask <<= 1) {
+        int partner = ringx_fold_rank(newrank ^ mask, p);
+        ringx_xsched_reduce(s, partner, result, cur, bytes);
+        ringx_xsched_also_send(s, partner, cur, bytes);
+        cur = result;
+    }
+    fold_out(s, rank, result, bytes);
+}
+
+/* Byte offset of chunk c of count elements cut into pof2 chunks. */
+static size_t chunk_offset(const ringx_xsched_t *s, size_t count, int pof2, int c)
+{
+    return ringx_block_offset(count, pof2, c) * s->elem_size;
+}
+
+static void rabenseifner_steps(ringx_xsched_t *s, const char *input, char *result,
+                               size_t count)
+{
+    int rank = s->module->rank, p = s->module->size, pof2 = ringx_pof2_floor(p);
+    int newrank = ringx_fold_newrank(rank, p);
+    size_t bytes = count * s->elem_size;
+    const char *cur = fold_in(s, rank, input, result, bytes);
+
+    if (newrank < 0) {
+        skip_steps(s, 2 * log2_of(pof2));
+    }
+    for (int mask = pof2 / 2; newrank >= 0 && mask >= 1; mask /= 2) {
+        int partner = ringx_fold_rank(newrank ^ mask, p), klo, khi, slo, shi;
+        ringx_halving_ranges(newrank, mask, &klo, &khi, &slo, &shi);
+        size_t keep = chunk_offset(s, count, pof2, klo), send = chunk_offset(s, count, pof2, slo);
+        ringx_xsched_reduce(s, partner, result + keep, cur + keep,
+                            chunk_offset(s, count, pof2, khi) - keep);
+        ringx_xsched_also_send(s, partner, cur + send,
+                               chunk_offset(s, count, pof2, shi) - send);
+        cur = result;
+    }
+    for (int mask = 1; newrank >= 0 && mask < pof2; mask <<= 1) {
+        int partner = ringx_fold_rank(newrank ^ mask, p);
+        int mine = ringx_doubling_window(newrank, mask);
+        int theirs = ringx_doubling_window(newrank ^ mask, mask);
+        size_t in = chunk_offset(s, count, pof2, theirs), out = chunk_offset(s, count, pof2, mine);
+        ringx_xsched_recv(s, partner, result + in,
+                          chunk_offset(s, count, pof2, theirs + mask) - in);
+        ringx_xsched_also_send(s, partner, result + out,
+                               chunk_offset(s, count, pof2, mine + mask) - out);
+    }
+    fold_out(s, rank, result, bytes);
+}
+
+static int allreduce_log(mca_coll_ringx_module_t *m, ringx_alg_t alg, const void *sbuf,
+                         void *rbuf, size_t count, ringx_reduction_t red)
+{
+    ringx_xsched_t s = { .module = m, .red = red, .elem_size = ringx_type_size(red.type) };
+    const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+
+    s.total_bytes = count * s.elem_size;
+    if (alg == RINGX_ALG_RECURSIVE_DOUBLING) {
+        recursive_doubling_steps(&s, input, rbuf, s.total_bytes);
+    } else {
+        rabenseifner_steps(&s, input, rbuf, count);
+    }
+    int rc = ringx_xsched_run(&s);
+    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLREDUCE], s.bytes_sent);
+    return rc;
+}
+
 int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                              struct ompi_communicator_t *comm,
@@ -74,6 +212,8 @@ int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
                                   : m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                                       m->prev_allreduce_module);
     }
-    (void)ringx_choose(m, RINGX_COLL_ALLREDUCE, (size_t)count * ringx_type_size(red.type));
-    return allreduce_ring(m, sbuf, rbuf, (size_t)count, red);
+    ringx_alg_t alg = ringx_choose(m, RINGX_COLL_ALLREDUCE,
+                                   (size_t)count * ringx_type_size(red.type));
+    return alg == RINGX_ALG_RING ? allreduce_ring(m, sbuf, rbuf, (size_t)count, red)
+                                 : allreduce_log(m, alg, sbuf, rbuf, (size_t)count, red);
 }

@@ -118,6 +118,15 @@ static void register_collective_params(ringx_coll_t coll)
     if (algorithms != NULL) {
         OBJ_RELEASE(algorithms);
     }
+
+    c->thresholds[coll] = (char *)ringx_defaults_builtin(coll);
+    snprintf(name, sizeof(name), "%s_thresholds", cname);
+    snprintf(help, sizeof(help),
+             "What auto chooses for %s by buffer size, as MAX:ALGORITHM,...,ALGORITHM "
+             "(bytes, K/M/G allowed; the last algorithm covers larger buffers). A rules "
+             "file (coll_ringx_rules_file) takes precedence", mpi_name);
+    register_var(name, help, MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_5,
+                 MCA_BASE_VAR_SCOPE_ALL_EQ, &c->thresholds[coll]);
 }
 
 static int ringx_register(void)
@@ -141,6 +150,13 @@ static int ringx_register(void)
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
         register_collective_params((ringx_coll_t)coll);
     }
+    c->rules_file = NULL;
+    register_var("rules_file",
+                 "File of rules \"<collective> <np_min> <np_max> <max_bytes> <algorithm>\" "
+                 "choosing the algorithm per rank count and size, as written by "
+                 "ringx_bench --write-rules; used before the thresholds",
+                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                 &c->rules_file);
     register_var("segment_size",
                  "Pipeline segment size in bytes (the same on every rank): each ring block "
                  "travels in segments of this size so that reducing one segment overlaps "
@@ -163,12 +179,39 @@ static int ringx_register(void)
     return mca_coll_ringx_register_pvars();
 }
 
+/* Applies the thresholds and the rules file; a bad value is reported and
+ * the built-in choice stays. */
+static void load_choices(mca_coll_ringx_component_t *c)
+{
+    char err[256];
+    for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
+        if (c->thresholds[coll] && ringx_defaults_set((ringx_coll_t)coll, c->thresholds[coll])) {
+            opal_output(0, "coll:ringx: ignoring coll_ringx_%s_thresholds=\"%s\" (not "
+                           "MAX:ALGORITHM,...,ALGORITHM of %s's algorithms); using \"%s\"",
+                        ringx_coll_name((ringx_coll_t)coll), c->thresholds[coll],
+                        ringx_coll_name((ringx_coll_t)coll),
+                        ringx_defaults_builtin((ringx_coll_t)coll));
+            (void)ringx_defaults_set((ringx_coll_t)coll, ringx_defaults_builtin((ringx_coll_t)coll));
+        }
+    }
+    ringx_rules_clear();
+    if (c->rules_file && c->rules_file[0]) {
+        int n = ringx_rules_load(c->rules_file, err, sizeof(err));
+        if (n < 0) {
+            opal_output(0, "coll:ringx: ignoring coll_ringx_rules_file: %s", err);
+        } else {
+            RINGX_LOG(1, "%d rules read from %s", n, c->rules_file);
+        }
+    }
+}
+
 static int ringx_open(void)
 {
     mca_coll_ringx_component_t *c = &mca_coll_ringx_component;
 
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);
+    load_choices(c);
     if (c->segment_size == 0) {
         c->segment_size = RINGX_DEFAULT_SEGMENT_SIZE;
     }

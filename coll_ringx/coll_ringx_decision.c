@@ -1,10 +1,17 @@
 /*
- * coll_ringx_decision.c - the choice of algorithm per call.
- *
- * Only the pipelined ring exists so far; the table below is where the
- * log(p) algorithms join it, each with the sizes and rank counts it wins.
+ * coll_ringx_decision.c - the choice of algorithm per call: forced by an
+ * MCA variable, or from rules measured on the machine (a rules file), or
+ * from the defaults (an MCA list per collective, built in otherwise).
  */
 #include "coll_ringx_decision.h"
+
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const coll_names[RINGX_COLL_COUNT] = {
     "allreduce", "allgather", "reduce_scatter_block"
@@ -14,11 +21,51 @@ static const char *const coll_mpi_names[RINGX_COLL_COUNT] = {
     "MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block"
 };
 
-static const char *const alg_names[RINGX_ALG_COUNT] = { "auto", "ring" };
+static const char *const alg_names[RINGX_ALG_COUNT] = {
+    "auto", "ring", "recursive_doubling", "rabenseifner", "bruck", "recursive_halving"
+};
 
 static const char *const fallback_names[RINGX_FALLBACK_COUNT] = {
     "disabled", "datatype", "op", "memory", "transport"
 };
+
+/* Which algorithms each collective has (bit per ringx_alg_t). */
+static const unsigned algs_of[RINGX_COLL_COUNT] = {
+    [RINGX_COLL_ALLREDUCE] = 1u << RINGX_ALG_RING | 1u << RINGX_ALG_RECURSIVE_DOUBLING |
+                             1u << RINGX_ALG_RABENSEIFNER,
+    [RINGX_COLL_ALLGATHER] = 1u << RINGX_ALG_RING | 1u << RINGX_ALG_RECURSIVE_DOUBLING |
+                             1u << RINGX_ALG_BRUCK,
+    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = 1u << RINGX_ALG_RING | 1u << RINGX_ALG_RECURSIVE_HALVING,
+};
+
+/*
+ * Built-in defaults, from ringx_bench runs on the development machine
+ * (2 cores, np 2..8, host memory; see README): the log(p) algorithms win
+ * while latency dominates, the ring once bandwidth does.
+ */
+static const char *const builtin_defaults[RINGX_COLL_COUNT] = {
+    [RINGX_COLL_ALLREDUCE] = "2K:recursive_doubling,256K:rabenseifner,ring",
+    [RINGX_COLL_ALLGATHER] = "4K:recursive_doubling,ring",
+    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "64K:recursive_halving,ring",
+};
+
+#define MAX_DEFAULTS 8
+#define MAX_FILE_RULES 256
+
+typedef struct default_entry {
+    size_t max_bytes;
+    ringx_alg_t alg;
+} default_entry_t;
+
+static struct {
+    int initialised;
+    default_entry_t defaults[RINGX_COLL_COUNT][MAX_DEFAULTS];
+    int ndefaults[RINGX_COLL_COUNT];
+    ringx_rule_t file_rules[MAX_FILE_RULES];
+    int nfile_rules;
+} table;
+
+/* ---------------------------------------------------------------- names */
 
 const char *ringx_coll_name(ringx_coll_t coll)
 {
@@ -40,24 +87,262 @@ const char *ringx_fallback_name(ringx_fallback_t reason)
     return (unsigned)reason < RINGX_FALLBACK_COUNT ? fallback_names[reason] : "?";
 }
 
+ringx_coll_t ringx_coll_by_name(const char *name)
+{
+    for (int c = 0; c < RINGX_COLL_COUNT; c++) {
+        if (strcmp(name, coll_names[c]) == 0) {
+            return (ringx_coll_t)c;
+        }
+    }
+    return RINGX_COLL_COUNT;
+}
+
+ringx_alg_t ringx_alg_by_name(const char *name)
+{
+    for (int a = 0; a < RINGX_ALG_COUNT; a++) {
+        if (strcmp(name, alg_names[a]) == 0) {
+            return (ringx_alg_t)a;
+        }
+    }
+    return RINGX_ALG_COUNT;
+}
+
 int ringx_alg_valid(ringx_coll_t coll, ringx_alg_t alg)
 {
-    if ((unsigned)coll >= RINGX_COLL_COUNT) {
+    if ((unsigned)coll >= RINGX_COLL_COUNT || (unsigned)alg >= RINGX_ALG_COUNT) {
         return 0;
     }
-    return alg == RINGX_ALG_AUTO || alg == RINGX_ALG_RING;
+    return alg == RINGX_ALG_AUTO || (algs_of[coll] >> alg & 1u);
+}
+
+int ringx_alg_runs_on(ringx_coll_t coll, ringx_alg_t alg, int comm_size)
+{
+    int pof2 = comm_size > 0 && (comm_size & (comm_size - 1)) == 0;
+    if (!ringx_alg_valid(coll, alg) || alg == RINGX_ALG_AUTO) {
+        return 0;
+    }
+    return !(coll == RINGX_COLL_ALLGATHER && alg == RINGX_ALG_RECURSIVE_DOUBLING) || pof2;
+}
+
+/* ---------------------------------------------------------------- parsing */
+
+int ringx_parse_bytes(const char *text, size_t *bytes)
+{
+    char *end;
+    unsigned long long v;
+
+    while (isspace((unsigned char)*text)) {
+        text++;
+    }
+    if (strcmp(text, "inf") == 0) {
+        *bytes = SIZE_MAX;
+        return 0;
+    }
+    if (!isdigit((unsigned char)*text)) {
+        return -1;
+    }
+    v = strtoull(text, &end, 10);
+    switch (toupper((unsigned char)*end)) {
+    case 'K': v <<= 10; end++; break;
+    case 'M': v <<= 20; end++; break;
+    case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0') {
+        return -1;
+    }
+    *bytes = (size_t)v;
+    return 0;
+}
+
+int ringx_rule_parse(const char *line, ringx_rule_t *rule)
+{
+    char coll[64], alg[64], max[32], extra[2];
+    const char *p = line;
+    int n;
+
+    while (isspace((unsigned char)*p)) {
+        p++;
+    }
+    if (*p == '\0' || *p == '#') {
+        return 0;
+    }
+    n = sscanf(p, "%63s %d %d %31s %63s %1s", coll, &rule->np_min, &rule->np_max, max, alg,
+               extra);
+    if (n != 5 && !(n == 6 && extra[0] == '#')) {
+        return -1;
+    }
+    rule->coll = ringx_coll_by_name(coll);
+    rule->alg = ringx_alg_by_name(alg);
+    if (rule->coll == RINGX_COLL_COUNT || !ringx_alg_valid(rule->coll, rule->alg) ||
+        rule->alg == RINGX_ALG_AUTO || rule->np_min > rule->np_max ||
+        ringx_parse_bytes(max, &rule->max_bytes) != 0) {
+        return -1;
+    }
+    return 1;
+}
+
+int ringx_rule_format(const ringx_rule_t *rule, char *buf, size_t len)
+{
+    char max[32];
+    if (rule->max_bytes == SIZE_MAX) {
+        snprintf(max, sizeof(max), "inf");
+    } else {
+        snprintf(max, sizeof(max), "%zu", rule->max_bytes);
+    }
+    return snprintf(buf, len, "%s %d %d %s %s\n", ringx_coll_name(rule->coll), rule->np_min,
+                    rule->np_max, max, ringx_alg_name(rule->alg));
+}
+
+/* ----------------------------------------------------------------- tables */
+
+static int parse_defaults(ringx_coll_t coll, const char *list, default_entry_t *out)
+{
+    char copy[512], *save = NULL;
+    int n = 0;
+
+    if (strlen(list) >= sizeof(copy)) {
+        return -1;
+    }
+    strcpy(copy, list);
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(item, ':');
+        default_entry_t e = { SIZE_MAX, RINGX_ALG_COUNT };
+        if (n == MAX_DEFAULTS) {
+            return -1;
+        }
+        if (colon) {
+            *colon = '\0';
+            if (ringx_parse_bytes(item, &e.max_bytes) != 0) {
+                return -1;
+            }
+            item = colon + 1;
+        }
+        e.alg = ringx_alg_by_name(item);
+        if (!ringx_alg_valid(coll, e.alg) || e.alg == RINGX_ALG_AUTO ||
+            (n > 0 && e.max_bytes <= out[n - 1].max_bytes)) {
+            return -1;
+        }
+        out[n++] = e;
+    }
+    /* the last entry must cover every size */
+    return n > 0 && out[n - 1].max_bytes == SIZE_MAX ? n : -1;
+}
+
+int ringx_defaults_set(ringx_coll_t coll, const char *list)
+{
+    default_entry_t parsed[MAX_DEFAULTS];
+    int n;
+
+    if ((unsigned)coll >= RINGX_COLL_COUNT || (n = parse_defaults(coll, list, parsed)) < 0) {
+        return -1;
+    }
+    memcpy(table.defaults[coll], parsed, sizeof(parsed[0]) * (size_t)n);
+    table.ndefaults[coll] = n;
+    return 0;
+}
+
+const char *ringx_defaults_builtin(ringx_coll_t coll)
+{
+    return (unsigned)coll < RINGX_COLL_COUNT ? builtin_defaults[coll] : "";
+}
+
+static void ensure_initialised(void)
+{
+    if (!table.initialised) {
+        for (int c = 0; c < RINGX_COLL_COUNT; c++) {
+            if (table.ndefaults[c] == 0) {
+                (void)ringx_defaults_set((ringx_coll_t)c, builtin_defaults[c]);
+            }
+        }
+        table.initialised = 1;
+    }
+}
+
+void ringx_rules_clear(void)
+{
+    table.nfile_rules = 0;
+}
+
+int ringx_rules_load(const char *path, char *err, size_t errlen)
+{
+    ringx_rule_t rules[MAX_FILE_RULES];
+    char line[256];
+    int n = 0, lineno = 0, rc = 0;
+    FILE *f = fopen(path, "r");
+
+    if (f == NULL) {
+        snprintf(err, errlen, "cannot open %s", path);
+        return -1;
+    }
+    while (rc == 0 && fgets(line, sizeof(line), f)) {
+        int got = ringx_rule_parse(line, &rules[n]);
+        lineno++;
+        if (got < 0 || (got == 1 && n == MAX_FILE_RULES)) {
+            snprintf(err, errlen, "%s:%d: not a rule (<collective> <np_min> <np_max> "
+                                  "<max_bytes> <algorithm>)", path, lineno);
+            rc = -1;
+        }
+        n += got == 1 && rc == 0;
+    }
+    fclose(f);
+    if (rc == 0) {
+        memcpy(table.file_rules, rules, sizeof(rules[0]) * (size_t)n);
+        table.nfile_rules = n;
+    }
+    return rc == 0 ? n : -1;
+}
+
+/* --------------------------------------------------------------- choice */
+
+/* What runs instead of an algorithm that cannot run on comm_size ranks. */
+static ringx_alg_t substitute(ringx_coll_t coll, ringx_alg_t alg, int comm_size)
+{
+    if (ringx_alg_runs_on(coll, alg, comm_size)) {
+        return alg;
+    }
+    return coll == RINGX_COLL_ALLGATHER ? RINGX_ALG_BRUCK : RINGX_ALG_RING;
+}
+
+/* The smallest-max_bytes file rule of coll for comm_size covering bytes. */
+static const ringx_rule_t *file_rule(ringx_coll_t coll, size_t bytes, int comm_size)
+{
+    const ringx_rule_t *best = NULL;
+    for (int i = 0; i < table.nfile_rules; i++) {
+        const ringx_rule_t *r = &table.file_rules[i];
+        if (r->coll == coll && r->np_min <= comm_size && comm_size <= r->np_max &&
+            bytes <= r->max_bytes && (!best || r->max_bytes < best->max_bytes)) {
+            best = r;
+        }
+    }
+    return best;
 }
 
 ringx_decision_t ringx_decide(ringx_coll_t coll, ringx_alg_t forced, size_t bytes,
                               int comm_size)
 {
-    ringx_decision_t d = { RINGX_ALG_RING, "ring: the only algorithm built" };
+    ringx_decision_t d = { RINGX_ALG_RING, "default" };
+    const ringx_rule_t *rule;
 
-    (void)bytes;
-    (void)comm_size;
+    ensure_initialised();
     if (forced != RINGX_ALG_AUTO && ringx_alg_valid(coll, forced)) {
-        d.alg = forced;
-        d.why = "forced by MCA variable";
+        d.alg = substitute(coll, forced, comm_size);
+        d.why = d.alg == forced ? "forced by MCA variable"
+                                : "forced algorithm needs a power-of-two rank count";
+        return d;
+    }
+    if ((rule = file_rule(coll, bytes, comm_size)) != NULL) {
+        d.alg = substitute(coll, rule->alg, comm_size);
+        d.why = "rules file";
+        return d;
+    }
+    for (int i = 0; i < table.ndefaults[coll]; i++) {
+        if (bytes <= table.defaults[coll][i].max_bytes) {
+            d.alg = substitute(coll, table.defaults[coll][i].alg, comm_size);
+            d.why = i + 1 < table.ndefaults[coll] ? "default: below the size threshold"
+                                                  : "default: above every size threshold";
+            break;
+        }
     }
     return d;
 }

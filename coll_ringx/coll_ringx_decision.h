@@ -19,6 +19,10 @@ typedef enum ringx_coll {
 typedef enum ringx_alg {
     RINGX_ALG_AUTO,
     RINGX_ALG_RING,
+    RINGX_ALG_RECURSIVE_DOUBLING,   /* allreduce, allgather (powers of two) */
+    RINGX_ALG_RABENSEIFNER,         /* allreduce */
+    RINGX_ALG_BRUCK,                /* allgather */
+    RINGX_ALG_RECURSIVE_HALVING,    /* reduce_scatter_block */
     RINGX_ALG_COUNT
 } ringx_alg_t;
 
@@ -36,8 +40,57 @@ const char *ringx_coll_mpi_name(ringx_coll_t coll);  /* "MPI_Allreduce" */
 const char *ringx_alg_name(ringx_alg_t alg);
 const char *ringx_fallback_name(ringx_fallback_t reason);
 
+/* The collective / algorithm called name, or RINGX_COLL_COUNT / RINGX_ALG_COUNT. */
+ringx_coll_t ringx_coll_by_name(const char *name);
+ringx_alg_t ringx_alg_by_name(const char *name);
+
 /* Whether alg is an algorithm of coll (AUTO is valid for every collective). */
 int ringx_alg_valid(ringx_coll_t coll, ringx_alg_t alg);
+
+/* Whether alg can run on comm_size ranks (recursive doubling allgather
+ * needs a power of two). */
+int ringx_alg_runs_on(ringx_coll_t coll, ringx_alg_t alg, int comm_size);
+
+/*
+ * Rules: "for coll on np_min..np_max ranks, buffers up to max_bytes use
+ * alg".  A rules file holds one per line:
+ *     <collective> <np_min> <np_max> <max_bytes> <algorithm>
+ * ("#" starts a comment; max_bytes may be "inf").  The benchmark writes
+ * such files from its measurements (ringx_bench --write-rules).
+ */
+typedef struct ringx_rule {
+    ringx_coll_t coll;
+    int np_min, np_max;
+    size_t max_bytes;
+    ringx_alg_t alg;
+} ringx_rule_t;
+
+/* Parses one line: 1 if it holds a rule, 0 if blank or comment, -1 if
+ * malformed. */
+int ringx_rule_parse(const char *line, ringx_rule_t *rule);
+
+/* Writes rule as a rules-file line (with newline); returns its length. */
+int ringx_rule_format(const ringx_rule_t *rule, char *buf, size_t len);
+
+/* "4096", "64K", "1M", "2G", "inf" -> bytes (inf: SIZE_MAX); 0 or -1. */
+int ringx_parse_bytes(const char *text, size_t *bytes);
+
+/* Replaces the rules read from files with those of path.  Returns the
+ * number of rules, or -1 (with a message in err) if the file cannot be
+ * read or a line is malformed; the previous rules then stay. */
+int ringx_rules_load(const char *path, char *err, size_t errlen);
+void ringx_rules_clear(void);
+
+/*
+ * Sets the default choice of a collective for any rank count from a list
+ * "MAX:ALG,MAX:ALG,...,ALG" (sizes in bytes, K/M/G suffixes allowed; the
+ * last entry, without size, covers everything larger).  Returns 0, or -1
+ * if the list is malformed (the previous choice then stays).
+ */
+int ringx_defaults_set(ringx_coll_t coll, const char *list);
+
+/* The built-in default list of coll (measured on the development machine). */
+const char *ringx_defaults_builtin(ringx_coll_t coll);
 
 typedef struct ringx_decision {
     ringx_alg_t alg;
@@ -47,7 +100,8 @@ typedef struct ringx_decision {
 /*
  * The algorithm for one call: forced is the collective's algorithm MCA
  * variable (RINGX_ALG_AUTO unless the user set it), bytes the size of the
- * whole result buffer, comm_size the number of ranks.
+ * whole buffer, comm_size the number of ranks.  Forced first (when it can
+ * run on comm_size), then the rules file, then the defaults.
  */
 ringx_decision_t ringx_decide(ringx_coll_t coll, ringx_alg_t forced, size_t bytes,
                               int comm_size);

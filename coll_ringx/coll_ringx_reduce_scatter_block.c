@@ -5,6 +5,13 @@
  * (shift 1) so that rank r ends with block r.  Partial sums live in two
  * block-sized buffers used alternately: the block received at step t is
  * sent on at step t+1, and its buffer is free again once that send is done.
+ *
+ * Recursive halving (any rank count, commutative ops): log2(p) steps, each
+ * sending the half of the current window of blocks that the partner keeps
+ * and reducing the half this rank keeps, in a scratch buffer of all p
+ * blocks.  Rank counts that are not powers of two fold first (see
+ * ringx_schedule.h); a newrank then ends with the blocks of both ranks it
+ * stands for and hands one back.
  */
 #include "coll_ringx.h"
 
@@ -73,6 +80,71 @@ static int rsb_ring(mca_coll_ringx_module_t *m, const void *sbuf, void *rbuf, si
     return rc;
 }
 
+static void halving_steps(ringx_xsched_t *s, const char *input, char *acc, char *rbuf,
+                          size_t block_bytes)
+{
+    int rank = s->module->rank, p = s->module->size, pof2 = ringx_pof2_floor(p);
+    int rem = p - pof2, newrank = ringx_fold_newrank(rank, p);
+    size_t total = block_bytes * (size_t)p;
+    const char *cur = input;
+
+    /* Step numbers must agree on every rank: see ringx_xsched_skip(). */
+    if (newrank < 0) {
+        ringx_xsched_send(s, rank + 1, input, total);
+        for (int mask = pof2 / 2; mask >= 1; mask /= 2) {
+            ringx_xsched_skip(s);
+        }
+        ringx_xsched_recv(s, rank + 1, rbuf, block_bytes);
+        return;
+    }
+    if (rank < 2 * rem) {
+        ringx_xsched_reduce(s, rank - 1, acc, input, total);
+        cur = acc;
+    } else {
+        ringx_xsched_skip(s);
+    }
+    for (int mask = pof2 / 2; mask >= 1; mask /= 2) {
+        int partner = ringx_fold_rank(newrank ^ mask, p), klo, khi, slo, shi;
+        ringx_halving_ranges(newrank, mask, &klo, &khi, &slo, &shi);
+        size_t keep = (size_t)ringx_fold_first(klo, p) * block_bytes;
+        size_t send = (size_t)ringx_fold_first(slo, p) * block_bytes;
+        ringx_xsched_reduce(s, partner, acc + keep, cur + keep,
+                            (size_t)ringx_fold_first(khi, p) * block_bytes - keep);
+        ringx_xsched_also_send(s, partner, cur + send,
+                               (size_t)ringx_fold_first(shi, p) * block_bytes - send);
+        cur = acc;
+    }
+    if (rank < 2 * rem) {
+        ringx_xsched_send(s, rank - 1, acc + (size_t)(rank - 1) * block_bytes, block_bytes);
+    } else {
+        ringx_xsched_skip(s);
+    }
+}
+
+static int rsb_halving(mca_coll_ringx_module_t *m, const void *sbuf, void *rbuf,
+                       size_t rcount, ringx_reduction_t red)
+{
+    ringx_xsched_t s = { .module = m, .red = red, .elem_size = ringx_type_size(red.type) };
+    size_t block_bytes = rcount * s.elem_size;
+    const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    char *acc = ringx_scratch_get(&m->blocks, block_bytes * (size_t)m->size + 1);
+    int rc;
+
+    if (acc == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    s.total_bytes = block_bytes * (size_t)m->size;
+    halving_steps(&s, input, acc, rbuf, block_bytes);
+    rc = ringx_xsched_run(&s);
+    /* Copied last: in place, the input blocks were being sent from rbuf. */
+    if (rc == OMPI_SUCCESS && ringx_fold_newrank(m->rank, m->size) >= 0) {
+        memcpy(rbuf, acc + (size_t)m->rank * block_bytes, block_bytes);
+    }
+    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
+                s.bytes_sent);
+    return rc;
+}
+
 int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                         struct ompi_datatype_t *dtype,
                                         struct ompi_op_t *op,
@@ -90,7 +162,8 @@ int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount
                    : m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                                   m->prev_reduce_scatter_block_module);
     }
-    (void)ringx_choose(m, RINGX_COLL_REDUCE_SCATTER_BLOCK,
-                       (size_t)rcount * ringx_type_size(red.type) * (size_t)m->size);
-    return rsb_ring(m, sbuf, rbuf, (size_t)rcount, red);
+    ringx_alg_t alg = ringx_choose(m, RINGX_COLL_REDUCE_SCATTER_BLOCK,
+                                   (size_t)rcount * ringx_type_size(red.type) * (size_t)m->size);
+    return alg == RINGX_ALG_RING ? rsb_ring(m, sbuf, rbuf, (size_t)rcount, red)
+                                 : rsb_halving(m, sbuf, rbuf, (size_t)rcount, red);
 }

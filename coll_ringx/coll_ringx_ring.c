@@ -203,6 +203,15 @@ static int sends_complete(ring_walk_t *w)
  */
 static int finish(ring_walk_t *w)
 {
+    if (w->ring->count * w->ring->elem_size <= ringx_ucx_eager_limit()) {
+        /* Eager sends only: each completes once its bytes are out, which
+         * needs no more than its receiver to keep receiving. */
+        int rc = OMPI_SUCCESS;
+        for (size_t i = 0; rc == OMPI_SUCCESS && i < 2 * w->max_segs; i++) {
+            rc = wait_req(w, &w->send_req[i]);
+        }
+        return rc;
+    }
     int rc = ringx_ucx_isend(w->left, NULL, 0, ringx_tag_fin(w->m->comm_id, w->seq),
                              &w->fin_send);
     int complete = rc == OMPI_SUCCESS ? sends_complete(w) : rc;
@@ -228,7 +237,11 @@ static int walk(ring_walk_t *w)
     if (w->ring->count == 0) {
         return OMPI_SUCCESS;            /* nothing moves, on any rank */
     }
-    rc = ringx_ucx_irecv(NULL, 0, ringx_tag_fin(w->m->comm_id, w->seq), &w->fin_recv);
+    if (w->ring->count * w->ring->elem_size > ringx_ucx_eager_limit()) {
+        rc = ringx_ucx_irecv(NULL, 0, ringx_tag_fin(w->m->comm_id, w->seq), &w->fin_recv);
+    } else {
+        rc = OMPI_SUCCESS;
+    }
     if (rc == OMPI_SUCCESS) {
         rc = post_first_sends(w);
     }

@@ -347,3 +347,20 @@ void ringx_ucx_release(ringx_req_t *req)
         *req = NULL;
     }
 }
+
+size_t ringx_ucx_eager_limit(void)
+{
+    /* UCX's automatic rendezvous thresholds are several KiB on every
+     * transport; 1 KiB stays below them. */
+    static size_t limit = 0;
+    if (limit == 0) {
+        const char *env = getenv("UCX_RNDV_THRESH");
+        char *end = NULL;
+        unsigned long long v = env ? strtoull(env, &end, 10) : 0;
+        limit = 1024;
+        if (env && end != env && v < limit) {
+            limit = v ? (size_t)v : 1;    /* 0 would mean "never eager": hand shake always */
+        }
+    }
+    return limit;
+}

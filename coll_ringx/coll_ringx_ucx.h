@@ -64,6 +64,12 @@ int ringx_ucx_wait(ringx_req_t *req);
  * not told.  Only for requests whose completion no longer matters. */
 void ringx_ucx_release(ringx_req_t *req);
 
+/* The largest message that UCX surely sends eagerly (its send completes
+ * without the receiver's help): a call whose whole buffer is no larger
+ * needs no end-of-call handshake.  Lowered when UCX_RNDV_THRESH is set
+ * below it. */
+size_t ringx_ucx_eager_limit(void);
+
 /* Set by the component from coll_ringx_yield and Open MPI's settings. */
 void ringx_ucx_set_yield(int yield);
 

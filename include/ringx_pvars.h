@@ -133,7 +133,7 @@ static inline int ringx_pvar_read(const char *name, unsigned long long *value)
 /* Reads coll_ringx_<coll>_<what> (0 if there is no such counter). */
 static inline unsigned long long ringx_pvar_read_coll(const char *coll, const char *what)
 {
-    char name[RINGX_PVAR_NAME_LEN];
+    char name[256];
     unsigned long long value;
 
     snprintf(name, sizeof(name), "coll_ringx_%s_%s", coll, what);

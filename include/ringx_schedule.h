@@ -82,6 +82,93 @@ static inline int ringx_ring_send_block(int rank, int p, int step, int shift)
     return ringx_mod((long long)rank - step - shift, p);
 }
 
+/* ------------------------------------------- recursive doubling/halving */
+
+/*
+ * The log(p) algorithms run on the largest power of two pof2 <= p.  The
+ * first 2*rem ranks (rem = p - pof2) pair up: even rank 2i folds its data
+ * into odd rank 2i+1, which takes part as newrank i and hands the result
+ * back at the end; ranks from 2*rem on take part as newrank rank - rem.
+ * Newrank i stands for the original ranks ringx_fold_first(i) ..
+ * ringx_fold_first(i+1) - 1, which are contiguous.
+ */
+static inline int ringx_pof2_floor(int p)
+{
+    int k = 1;
+    while (k <= p / 2) {
+        k *= 2;
+    }
+    return k;
+}
+
+static inline int ringx_is_pof2(int p)
+{
+    return p > 0 && (p & (p - 1)) == 0;
+}
+
+/* The newrank of rank, or -1 if it folds its data into rank + 1. */
+static inline int ringx_fold_newrank(int rank, int p)
+{
+    int rem = p - ringx_pof2_floor(p);
+    if (rank < 2 * rem) {
+        return rank % 2 ? rank / 2 : -1;
+    }
+    return rank - rem;
+}
+
+/* The rank that takes part as newrank. */
+static inline int ringx_fold_rank(int newrank, int p)
+{
+    int rem = p - ringx_pof2_floor(p);
+    return newrank < rem ? 2 * newrank + 1 : newrank + rem;
+}
+
+/* The first original rank newrank stands for (newrank == pof2: p). */
+static inline int ringx_fold_first(int newrank, int p)
+{
+    int rem = p - ringx_pof2_floor(p);
+    return newrank < rem ? 2 * newrank : newrank + rem;
+}
+
+/*
+ * Recursive halving over the newranks: at the step with distance mask
+ * (pof2/2, pof2/4, .., 1) a newrank keeps the half of its current window
+ * of newranks [lo, lo + 2*mask) that contains it and sends the other half
+ * to newrank ^ mask.  Gives the half kept and the half sent, as newrank
+ * ranges.  After the last step a newrank's window is itself.
+ */
+static inline void ringx_halving_ranges(int newrank, int mask, int *keep_lo, int *keep_hi,
+                                        int *send_lo, int *send_hi)
+{
+    int lo = newrank & ~(2 * mask - 1), mid = lo + mask;
+    if (newrank & mask) {
+        *keep_lo = mid, *keep_hi = mid + mask, *send_lo = lo, *send_hi = mid;
+    } else {
+        *keep_lo = lo, *keep_hi = mid, *send_lo = mid, *send_hi = mid + mask;
+    }
+}
+
+/*
+ * Recursive doubling of windows (the allgather half): before the step with
+ * distance mask (1, 2, .., pof2/2) a newrank holds the window of mask
+ * newranks starting at newrank & ~(mask-1); it sends that window to
+ * newrank ^ mask and receives the partner's.
+ */
+static inline int ringx_doubling_window(int newrank, int mask)
+{
+    return newrank & ~(mask - 1);
+}
+
+/*
+ * Bruck's allgather: at the step with distance d (1, 2, 4, .. < p) a rank
+ * sends its first ringx_bruck_count(p, d) gathered blocks to rank - d and
+ * receives as many from rank + d, appended after its first d blocks.
+ */
+static inline int ringx_bruck_count(int p, int d)
+{
+    return d < p - d ? d : p - d;
+}
+
 /* --------------------------------------------------------------- tags */
 
 /*

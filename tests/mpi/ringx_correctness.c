@@ -21,6 +21,9 @@
  *                                  with --mca coll_ringx_COLL_enable 0);
  *                                  COLL "all": every collective (with
  *                                  reason transport: UCX made unusable)
+ *   --expect-alg COLL:ALG          every served call of COLL must be counted
+ *                                  by coll_ringx_COLL_ALG_calls (run with
+ *                                  --mca coll_ringx_COLL_algorithm ALG)
  *   --watchdog SECONDS             abort, naming the case, when one case
  *                                  takes longer (default 120; 0: never)
  *   --results-only                 check results only, ignore the pvars,
@@ -1028,10 +1031,11 @@ typedef struct options {
     bool results_only;
     int fallback_coll;          /* -1: none, FALLBACK_ALL: every collective */
     const char *fallback_reason;
+    const char *expect_alg[NUM_COLLS]; /* per collective: the algorithm that must serve */
     unsigned watchdog_seconds;  /* per case; 0: none */
 } options_t;
 
-static options_t opts = { false, false, -1, NULL, 120 };
+static options_t opts = { .fallback_coll = -1, .watchdog_seconds = 120 };
 
 /* ------------------------------------------------------------------ */
 /* One call                                                            */
@@ -1082,6 +1086,11 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
     }
     rx_check(&c->call, ok, "pvar deltas: served=%llu fallback:%s; expected %s",
              served, deltas, wanted);
+    if (opts.expect_alg[c->coll] && served == 1) {
+        rx_check(&c->call, after->alg_calls - before->alg_calls == 1,
+                 "served, but not by the forced algorithm %s",
+                 opts.expect_alg[c->coll]);
+    }
     if (declined || reason >= 0) {
         rx_check(&c->call, 0 == bytes,
                  "coll_ringx_%s_bytes_sent grew by %llu on a call ringx "
@@ -1173,9 +1182,9 @@ static void run_reduction(const case_ctx_t *c)
     if (!c->in_place) {
         send_copy = copy_of(sendbuf, in_bytes);
     }
-    rx_counters_read(coll_names[c->coll], &before);
+    rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &before);
     invoke_reduction(c, sendbuf, recv.data);
-    rx_counters_read(coll_names[c->coll], &after);
+    rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &after);
 
     check_counters(c, &before, &after);
     check_guards(c, &recv);
@@ -1227,7 +1236,7 @@ static void run_allgather(const case_ctx_t *c)
     if (!c->in_place) {
         send_copy = copy_of(own, block);
     }
-    rx_counters_read(coll_names[c->coll], &before);
+    rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &before);
     if (c->in_place) {
         MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv.data,
                       (int)c->count, c->gen.type->dtype, c->comm);
@@ -1235,7 +1244,7 @@ static void run_allgather(const case_ctx_t *c)
         MPI_Allgather(own, (int)c->count, c->gen.type->dtype, recv.data,
                       (int)c->count, c->gen.type->dtype, c->comm);
     }
-    rx_counters_read(coll_names[c->coll], &after);
+    rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &after);
 
     check_counters(c, &before, &after);
     check_guards(c, &recv);
@@ -1582,6 +1591,22 @@ static bool parse_expect_fallback(const char *arg)
     return false;
 }
 
+/* --expect-alg COLL:ALG: every call of COLL that ringx serves must be
+ * counted by coll_ringx_COLL_ALG_calls (run with the algorithm forced). */
+static bool parse_expect_alg(const char *arg)
+{
+    const char *colon = strchr(arg, ':');
+
+    for (int c = 0; colon && c < NUM_COLLS; c++) {
+        if (strlen(coll_names[c]) == (size_t)(colon - arg) &&
+            0 == strncmp(arg, coll_names[c], (size_t)(colon - arg))) {
+            opts.expect_alg[c] = colon + 1;
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool parse_options(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -1591,6 +1616,10 @@ static bool parse_options(int argc, char **argv)
             opts.results_only = true;
         } else if (0 == strcmp(argv[i], "--expect-fallback") && i + 1 < argc) {
             if (!parse_expect_fallback(argv[++i])) {
+                return false;
+            }
+        } else if (0 == strcmp(argv[i], "--expect-alg") && i + 1 < argc) {
+            if (!parse_expect_alg(argv[++i])) {
                 return false;
             }
         } else if (0 == strcmp(argv[i], "--watchdog") && i + 1 < argc) {

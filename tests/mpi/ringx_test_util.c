@@ -69,8 +69,12 @@ unsigned long long rx_bytes_sent(const char *coll)
     return ringx_pvar_read_coll(coll, "bytes_sent");
 }
 
-void rx_counters_read(const char *coll, rx_counters_t *out)
+void rx_counters_read(const char *coll, const char *alg, rx_counters_t *out)
 {
+    char what[96];
+
+    snprintf(what, sizeof what, "%s_calls", alg ? alg : "");
+    out->alg_calls = alg ? ringx_pvar_read_coll(coll, what) : 0;
     out->served = rx_served(coll);
     out->bytes_sent = rx_bytes_sent(coll);
     for (int i = 0; i < RX_NUM_FALLBACK_REASONS; i++) {

@@ -48,11 +48,13 @@ unsigned long long rx_bytes_sent(const char *coll);
 /* All counters of one collective, read together. */
 typedef struct rx_counters {
     unsigned long long served;
+    unsigned long long alg_calls;   /* of the algorithm asked for, if any */
     unsigned long long bytes_sent;
     unsigned long long fallback[RX_NUM_FALLBACK_REASONS];
 } rx_counters_t;
 
-void rx_counters_read(const char *coll, rx_counters_t *out);
+/* alg: also read coll_ringx_<coll>_<alg>_calls into alg_calls (or NULL). */
+void rx_counters_read(const char *coll, const char *alg, rx_counters_t *out);
 
 /* Check the shape of the pvar interface against the contract (class,
  * datatype, binding, flags, and presence of every counter of each of the

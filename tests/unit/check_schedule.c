@@ -1,11 +1,14 @@
 /*
  * check_schedule.c - unit tests of the pure schedule arithmetic (blocks,
- * segments, ring walk, tags) and of the algorithm choice.
+ * segments, ring walk, folds, recursive halving and doubling, Bruck, tags)
+ * over p = 1..64, and of the algorithm choice and rules files.
  */
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "ringx_schedule.h"
 #include "coll_ringx_decision.h"
@@ -174,28 +177,218 @@ START_TEST(fin_tags_never_collide_with_data)
 }
 END_TEST
 
-START_TEST(decision_defaults_to_ring)
+/* -------------------------------------------------- folds and halving */
+
+START_TEST(fold_maps_ranks_onto_a_power_of_two)
 {
-    for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
-        for (int p = 2; p <= MAX_P; p++) {
-            ringx_decision_t d = ringx_decide((ringx_coll_t)coll, RINGX_ALG_AUTO, 8u << p % 27, p);
-            ck_assert_int_eq(d.alg, RINGX_ALG_RING);
-            ck_assert_ptr_nonnull(d.why);
+    for (int p = 1; p <= MAX_P; p++) {
+        int pof2 = ringx_pof2_floor(p), folded = 0;
+        ck_assert(ringx_is_pof2(pof2) && pof2 <= p && 2 * pof2 > p);
+        for (int r = 0; r < p; r++) {
+            int nr = ringx_fold_newrank(r, p);
+            if (nr < 0) {
+                folded++;
+                /* a folded rank hands its data to the next, which takes part */
+                ck_assert_int_eq(ringx_fold_newrank(r + 1, p) >= 0, 1);
+                continue;
+            }
+            ck_assert_int_lt(nr, pof2);
+            ck_assert_int_eq(ringx_fold_rank(nr, p), r);
+        }
+        ck_assert_int_eq(folded, p - pof2);
+        /* newranks stand for consecutive runs of one or two ranks tiling 0..p-1 */
+        ck_assert_int_eq(ringx_fold_first(0, p), 0);
+        ck_assert_int_eq(ringx_fold_first(pof2, p), p);
+        for (int nr = 0; nr < pof2; nr++) {
+            int span = ringx_fold_first(nr + 1, p) - ringx_fold_first(nr, p);
+            ck_assert(span == 1 || span == 2);
+            ck_assert_int_le(ringx_fold_first(nr, p), ringx_fold_rank(nr, p));
+            ck_assert_int_lt(ringx_fold_rank(nr, p), ringx_fold_first(nr + 1, p));
         }
     }
 }
 END_TEST
 
-START_TEST(decision_honours_a_valid_forced_algorithm)
+/* Recursive halving: partners keep complementary halves, the window halves
+ * each step, and ends as the newrank itself. */
+START_TEST(halving_ends_with_own_newrank)
+{
+    for (int pof2 = 2; pof2 <= MAX_P; pof2 *= 2) {
+        for (int nr = 0; nr < pof2; nr++) {
+            int lo = 0, hi = pof2;
+            for (int mask = pof2 / 2; mask >= 1; mask /= 2) {
+                int klo, khi, slo, shi, pklo, pkhi, pslo, pshi;
+                ringx_halving_ranges(nr, mask, &klo, &khi, &slo, &shi);
+                ringx_halving_ranges(nr ^ mask, mask, &pklo, &pkhi, &pslo, &pshi);
+                ck_assert_int_eq(khi - klo, mask);
+                ck_assert(klo <= nr && nr < khi);
+                ck_assert(lo <= klo && khi <= hi && lo <= slo && shi <= hi);
+                ck_assert_int_eq(pklo, slo);
+                ck_assert_int_eq(pkhi, shi);
+                ck_assert_int_eq(pslo, klo);
+                lo = klo;
+                hi = khi;
+            }
+            ck_assert_int_eq(lo, nr);
+            ck_assert_int_eq(hi, nr + 1);
+        }
+    }
+}
+END_TEST
+
+/* Recursive doubling of windows: a newrank and its partner hold disjoint
+ * windows whose union is the next, larger window, until everything. */
+START_TEST(doubling_windows_grow_to_everything)
+{
+    for (int pof2 = 2; pof2 <= MAX_P; pof2 *= 2) {
+        for (int nr = 0; nr < pof2; nr++) {
+            int size = 1;
+            for (int mask = 1; mask < pof2; mask <<= 1) {
+                int mine = ringx_doubling_window(nr, mask);
+                int theirs = ringx_doubling_window(nr ^ mask, mask);
+                ck_assert(mine <= nr && nr < mine + mask);
+                ck_assert(mine + mask == theirs || theirs + mask == mine);
+                ck_assert_int_eq(ringx_doubling_window(nr, 2 * mask),
+                                 mine < theirs ? mine : theirs);
+                size += mask;
+            }
+            ck_assert_int_eq(size, pof2);
+        }
+    }
+}
+END_TEST
+
+/* Bruck: the blocks of ranks rank, rank+1, .. arrive once each, in order. */
+START_TEST(bruck_gathers_every_block_once)
+{
+    for (int p = 1; p <= MAX_P; p++) {
+        int have = 1;
+        for (int d = 1; d < p; d *= 2) {
+            /* receives blocks d .. d+count-1 from rank+d, which holds its own
+             * first count blocks: rank+d .. rank+d+count-1 */
+            ck_assert_int_eq(have, d);
+            have += ringx_bruck_count(p, d);
+        }
+        ck_assert_int_eq(have, p);
+    }
+}
+END_TEST
+
+/* ----------------------------------------------------------- decisions */
+
+START_TEST(decision_defaults_follow_size)
+{
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLREDUCE, ringx_defaults_builtin(RINGX_COLL_ALLREDUCE)), 0);
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLREDUCE, "1K:recursive_doubling,1M:rabenseifner,ring"), 0);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 8, 4).alg, RINGX_ALG_RECURSIVE_DOUBLING);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 1024, 4).alg, RINGX_ALG_RECURSIVE_DOUBLING);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 1025, 4).alg, RINGX_ALG_RABENSEIFNER);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 2u << 20, 4).alg, RINGX_ALG_RING);
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLREDUCE, ringx_defaults_builtin(RINGX_COLL_ALLREDUCE)), 0);
+}
+END_TEST
+
+START_TEST(decision_rejects_malformed_defaults)
+{
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLGATHER, "4K:recursive_doubling,ring"), 0);
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLGATHER, "4K:rabenseifner,ring"), -1);
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLGATHER, "4K:bruck"), -1);  /* no catch-all */
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLGATHER, "4K:bruck,1K:ring,ring"), -1);
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLGATHER, "x:bruck,ring"), -1);
+    /* the previous valid list stays */
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 64, 4).alg, RINGX_ALG_RECURSIVE_DOUBLING);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 1 << 20, 4).alg, RINGX_ALG_RING);
+}
+END_TEST
+
+START_TEST(decision_substitutes_what_cannot_run)
+{
+    ringx_decision_t d = ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_RECURSIVE_DOUBLING, 64, 6);
+    ck_assert_int_eq(d.alg, RINGX_ALG_BRUCK);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_RECURSIVE_DOUBLING, 64, 8).alg,
+                     RINGX_ALG_RECURSIVE_DOUBLING);
+    for (int p = 2; p <= MAX_P; p++) {
+        for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
+            for (size_t bytes = 1; bytes < (1u << 28); bytes *= 4) {
+                ringx_decision_t a = ringx_decide((ringx_coll_t)coll, RINGX_ALG_AUTO, bytes, p);
+                ck_assert(ringx_alg_runs_on((ringx_coll_t)coll, a.alg, p));
+            }
+        }
+    }
+}
+END_TEST
+
+START_TEST(decision_honours_a_forced_algorithm)
 {
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
-        ringx_decision_t d = ringx_decide((ringx_coll_t)coll, RINGX_ALG_RING, 1 << 20, 4);
+        ringx_decision_t d = ringx_decide((ringx_coll_t)coll, RINGX_ALG_RING, 8, 4);
         ck_assert_int_eq(d.alg, RINGX_ALG_RING);
         ck_assert_str_eq(d.why, "forced by MCA variable");
         ck_assert(ringx_alg_valid((ringx_coll_t)coll, RINGX_ALG_AUTO));
         ck_assert(!ringx_alg_valid((ringx_coll_t)coll, RINGX_ALG_COUNT));
     }
+    ck_assert(!ringx_alg_valid(RINGX_COLL_ALLGATHER, RINGX_ALG_RABENSEIFNER));
+    ck_assert(!ringx_alg_valid(RINGX_COLL_ALLREDUCE, RINGX_ALG_BRUCK));
+    ck_assert(!ringx_alg_valid(RINGX_COLL_REDUCE_SCATTER_BLOCK, RINGX_ALG_RECURSIVE_DOUBLING));
     ck_assert(!ringx_alg_valid(RINGX_COLL_COUNT, RINGX_ALG_RING));
+}
+END_TEST
+
+START_TEST(rules_parse_and_format_round_trip)
+{
+    ringx_rule_t r, back;
+    char line[128];
+    ck_assert_int_eq(ringx_rule_parse("allreduce 2 8 4096 recursive_doubling", &r), 1);
+    ck_assert_int_eq(r.coll, RINGX_COLL_ALLREDUCE);
+    ck_assert_int_eq(r.np_min, 2);
+    ck_assert_int_eq(r.np_max, 8);
+    ck_assert_uint_eq(r.max_bytes, 4096);
+    ck_assert_int_eq(r.alg, RINGX_ALG_RECURSIVE_DOUBLING);
+    ringx_rule_format(&r, line, sizeof(line));
+    ck_assert_int_eq(ringx_rule_parse(line, &back), 1);
+    ck_assert(r.coll == back.coll && r.np_min == back.np_min && r.np_max == back.np_max &&
+              r.max_bytes == back.max_bytes && r.alg == back.alg);
+    ck_assert_int_eq(ringx_rule_parse("reduce_scatter_block 3 3 inf ring # measured", &r), 1);
+    ck_assert_uint_eq(r.max_bytes, SIZE_MAX);
+    ck_assert_int_eq(ringx_rule_parse("   # comment", &r), 0);
+    ck_assert_int_eq(ringx_rule_parse("", &r), 0);
+    ck_assert_int_eq(ringx_rule_parse("allgather 2 8 64K rabenseifner", &r), -1);
+    ck_assert_int_eq(ringx_rule_parse("allgather 8 2 64K ring", &r), -1);
+    ck_assert_int_eq(ringx_rule_parse("allgather 2 8 64K ring extra", &r), -1);
+    ck_assert_int_eq(ringx_rule_parse("bcast 2 8 64K ring", &r), -1);
+}
+END_TEST
+
+START_TEST(rules_file_takes_precedence)
+{
+    char path[] = "/tmp/ringx_rules_XXXXXX", err[256];
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fputs("# written by a test\n"
+          "allreduce 4 4 100 ring\n"
+          "allreduce 4 4 inf recursive_doubling\n"
+          "allgather 2 64 inf bruck\n", f);
+    fclose(f);
+    ck_assert_int_eq(ringx_rules_load(path, err, sizeof(err)), 3);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 64, 4).alg, RINGX_ALG_RING);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 1 << 20, 4).alg,
+                     RINGX_ALG_RECURSIVE_DOUBLING);
+    ck_assert_str_eq(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 64, 4).why, "rules file");
+    /* other rank counts keep the defaults */
+    ck_assert_str_ne(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 64, 5).why, "rules file");
+    /* forced wins over the file */
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_RING, 64, 4).alg, RINGX_ALG_RING);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 64, 4).alg, RINGX_ALG_BRUCK);
+    /* a malformed file changes nothing */
+    f = fopen(path, "w");
+    fputs("allreduce 4 4 oops ring\n", f);
+    fclose(f);
+    ck_assert_int_eq(ringx_rules_load(path, err, sizeof(err)), -1);
+    ck_assert_ptr_nonnull(strstr(err, ":1:"));
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 64, 4).alg, RINGX_ALG_BRUCK);
+    ringx_rules_clear();
+    ck_assert_str_ne(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 64, 4).why, "rules file");
+    unlink(path);
 }
 END_TEST
 
@@ -204,10 +397,14 @@ START_TEST(names_are_the_pvar_and_mca_spellings)
     ck_assert_str_eq(ringx_coll_name(RINGX_COLL_ALLREDUCE), "allreduce");
     ck_assert_str_eq(ringx_coll_name(RINGX_COLL_ALLGATHER), "allgather");
     ck_assert_str_eq(ringx_coll_name(RINGX_COLL_REDUCE_SCATTER_BLOCK), "reduce_scatter_block");
-    ck_assert_str_eq(ringx_alg_name(RINGX_ALG_RING), "ring");
+    for (int a = 0; a < RINGX_ALG_COUNT; a++) {
+        ck_assert_int_eq(ringx_alg_by_name(ringx_alg_name((ringx_alg_t)a)), a);
+    }
+    ck_assert_str_eq(ringx_alg_name(RINGX_ALG_RECURSIVE_HALVING), "recursive_halving");
     ck_assert_str_eq(ringx_fallback_name(RINGX_FALLBACK_DATATYPE), "datatype");
     ck_assert_str_eq(ringx_fallback_name(RINGX_FALLBACK_TRANSPORT), "transport");
     ck_assert_str_eq(ringx_coll_name(RINGX_COLL_COUNT), "?");
+    ck_assert_int_eq(ringx_coll_by_name("bcast"), RINGX_COLL_COUNT);
 }
 END_TEST
 
@@ -228,8 +425,16 @@ static Suite *schedule_suite(void)
     tcase_add_test(tags, tags_round_trip);
     tcase_add_test(tags, tags_differ_in_every_field);
     tcase_add_test(tags, fin_tags_never_collide_with_data);
-    tcase_add_test(decision, decision_defaults_to_ring);
-    tcase_add_test(decision, decision_honours_a_valid_forced_algorithm);
+    tcase_add_test(ring, fold_maps_ranks_onto_a_power_of_two);
+    tcase_add_test(ring, halving_ends_with_own_newrank);
+    tcase_add_test(ring, doubling_windows_grow_to_everything);
+    tcase_add_test(ring, bruck_gathers_every_block_once);
+    tcase_add_test(decision, decision_defaults_follow_size);
+    tcase_add_test(decision, decision_rejects_malformed_defaults);
+    tcase_add_test(decision, decision_substitutes_what_cannot_run);
+    tcase_add_test(decision, decision_honours_a_forced_algorithm);
+    tcase_add_test(decision, rules_parse_and_format_round_trip);
+    tcase_add_test(decision, rules_file_takes_precedence);
     tcase_add_test(decision, names_are_the_pvar_and_mca_spellings);
     suite_add_tcase(s, blocks);
     suite_add_tcase(s, ring);

@@ -1,0 +1,334 @@
+/*
+ * coll_ringx_exchange.c - runs a schedule of exchange steps: the engine of
+ * the log(p) algorithms (recursive doubling and halving, Bruck, the folds
+ * for rank counts that are not powers of two).
+ *
+ * A step sends one buffer to one peer and receives one buffer from one
+ * peer, straight into place or into scratch slots that are then reduced.
+ * Both travel in segments, so the reduction of one segment overlaps the
+ * arrival of the next.  Steps run in order.  Before a buffer region is
+ * written (received into or reduced into), every outstanding send that
+ * reads the same bytes must have completed: the engine checks that itself,
+ * so an algorithm only describes its steps.
+ */
+#include "coll_ringx.h"
+
+#include <stdlib.h>
+
+#include "ringx_host_reduce.h"
+
+typedef struct pending_send {
+    ringx_req_t req;
+    const char *buf;
+    size_t len;
+} pending_send_t;
+
+typedef struct exchange {
+    ringx_xsched_t *s;
+    mca_coll_ringx_module_t *m;
+    size_t seg_bytes;
+    uint32_t seq;
+    int depth;
+    char *slots;                /* [depth] scratch segments */
+    ringx_req_t *recv_req;      /* [depth] */
+    pending_send_t *sends;
+    size_t nsends, cap_sends;
+    unsigned idle;
+} exchange_t;
+
+static uint64_t tag_of(const exchange_t *x, int step, size_t seg)
+{
+    return ringx_tag_data(x->m->comm_id, x->seq, (uint32_t)step, seg);
+}
+
+static int overlaps(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return alen && blen && a < b + blen && b < a + alen;
+}
+
+static int wait_req(exchange_t *x, ringx_req_t *req)
+{
+    int rc;
+    while ((rc = ringx_ucx_test(req)) == 0) {
+        ringx_ucx_progress(&x->idle);
+    }
+    return rc < 0 ? rc : OMPI_SUCCESS;
+}
+
+/* Forgets completed sends and waits for those still reading [buf, +len). */
+static int wait_sends_reading(exchange_t *x, const char *buf, size_t len)
+{
+    size_t i = 0;
+    while (i < x->nsends) {
+        pending_send_t *ps = &x->sends[i];
+        int rc = ringx_ucx_test(&ps->req);
+        if (rc == 0 && overlaps(ps->buf, ps->len, buf, len)) {
+            rc = wait_req(x, &ps->req) == OMPI_SUCCESS ? 1 : -1;
+        }
+        if (rc < 0) {
+            return OMPI_ERROR;
+        }
+        if (rc == 1) {
+            x->sends[i] = x->sends[--x->nsends];
+        } else {
+            i++;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+static int post_send(exchange_t *x, int step, size_t seg, int to, const char *buf, size_t len)
+{
+    if (x->nsends == x->cap_sends) {
+        size_t cap = x->cap_sends ? 2 * x->cap_sends : 16;
+        pending_send_t *grown = realloc(x->sends, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        x->sends = grown;
+        x->cap_sends = cap;
+    }
+    pending_send_t *ps = &x->sends[x->nsends];
+    int rc = ringx_ucx_isend(x->m->peers[to], buf, len, tag_of(x, step, seg), &ps->req);
+    if (rc == OMPI_SUCCESS) {
+        ps->buf = buf;
+        ps->len = len;
+        x->nsends += ps->req != NULL;
+        x->s->bytes_sent += len;
+    }
+    return rc;
+}
+
+static size_t seg_len(const exchange_t *x, size_t total, size_t seg)
+{
+    size_t off = seg * x->seg_bytes;
+    return total - off < x->seg_bytes ? total - off : x->seg_bytes;
+}
+
+static int post_recv(exchange_t *x, int step, const ringx_xstep_t *st, size_t seg)
+{
+    size_t off = seg * x->seg_bytes, len = seg_len(x, st->recv_bytes, seg);
+    ringx_req_t *req = &x->recv_req[seg % (size_t)x->depth];
+    char *dst = st->recv_buf ? st->recv_buf + off
+                             : x->slots + (seg % (size_t)x->depth) * x->seg_bytes;
+    int rc = st->recv_buf ? wait_sends_reading(x, dst, len) : OMPI_SUCCESS;
+    return rc == OMPI_SUCCESS ? ringx_ucx_irecv(dst, len, tag_of(x, step, seg), req) : rc;
+}
+
+static int finish_recv(exchange_t *x, const ringx_xstep_t *st, size_t seg)
+{
+    size_t off = seg * x->seg_bytes, len = seg_len(x, st->recv_bytes, seg);
+    int rc = wait_req(x, &x->recv_req[seg % (size_t)x->depth]);
+
+    if (rc == OMPI_SUCCESS && st->recv_buf == NULL) {
+        rc = wait_sends_reading(x, st->reduce_dst + off, len);
+        if (rc == OMPI_SUCCESS) {
+            ringx_host_reduce(st->reduce_dst + off, st->reduce_local + off,
+                              x->slots + (seg % (size_t)x->depth) * x->seg_bytes,
+                              len / x->s->elem_size, x->s->red.type, x->s->red.op);
+        }
+    }
+    return rc;
+}
+
+static size_t nsegs(const exchange_t *x, size_t bytes)
+{
+    return (bytes + x->seg_bytes - 1) / x->seg_bytes;
+}
+
+static int run_step(exchange_t *x, int step, const ringx_xstep_t *st)
+{
+    size_t nsend = st->send_to >= 0 ? nsegs(x, st->send_bytes) : 0;
+    size_t nrecv = st->recv_from >= 0 ? nsegs(x, st->recv_bytes) : 0;
+    size_t posted = 0;
+    int rc = OMPI_SUCCESS;
+
+    for (size_t seg = 0; rc == OMPI_SUCCESS && seg < nsend; seg++) {
+        rc = post_send(x, step, seg, st->send_to, st->send_buf + seg * x->seg_bytes,
+                       seg_len(x, st->send_bytes, seg));
+    }
+    for (size_t done = 0; rc == OMPI_SUCCESS && done < nrecv; done++) {
+        while (rc == OMPI_SUCCESS && posted < nrecv && posted - done < (size_t)x->depth) {
+            rc = post_recv(x, step, st, posted++);
+        }
+        if (rc == OMPI_SUCCESS) {
+            rc = finish_recv(x, st, done);
+        }
+    }
+    return rc;
+}
+
+/* Whether sends of this call may stay incomplete in UCX after their
+ * receiver has all the data (see the ring's handshake): only messages
+ * above the eager range can. */
+static int needs_handshake(const ringx_xsched_t *s)
+{
+    return s->total_bytes > ringx_ucx_eager_limit();
+}
+
+static int distinct_peers(const ringx_xsched_t *s, int sending, int *peers)
+{
+    int n = 0;
+    for (int i = 0; i < s->nsteps; i++) {
+        int p = sending ? s->steps[i].send_to : s->steps[i].recv_from;
+        int seen = p < 0;
+        for (int j = 0; j < n && !seen; j++) {
+            seen = peers[j] == p;
+        }
+        if (!seen) {
+            peers[n++] = p;
+        }
+    }
+    return n;
+}
+
+/* The end-of-call handshake, as in the ring, with every peer: a "fin" to
+ * each rank this one received from; a rank with sends still incomplete
+ * waits for the fin of each rank it sent to, then lets the sends go. */
+static int handshake(exchange_t *x)
+{
+    int to[RINGX_XSCHED_MAX_STEPS], from[RINGX_XSCHED_MAX_STEPS];
+    ringx_req_t fin_sends[RINGX_XSCHED_MAX_STEPS] = { 0 }, fin_recvs[RINGX_XSCHED_MAX_STEPS] = { 0 };
+    int nto = distinct_peers(x->s, 1, to), nfrom = distinct_peers(x->s, 0, from);
+    uint64_t fin = ringx_tag_fin(x->m->comm_id, x->seq);
+    int rc = OMPI_SUCCESS;
+
+    for (int i = 0; rc == OMPI_SUCCESS && i < nfrom; i++) {
+        rc = ringx_ucx_isend(x->m->peers[from[i]], NULL, 0, fin, &fin_sends[i]);
+    }
+    for (int i = 0; rc == OMPI_SUCCESS && i < nto; i++) {
+        rc = ringx_ucx_irecv(NULL, 0, fin, &fin_recvs[i]);
+    }
+    if (rc == OMPI_SUCCESS && wait_sends_reading(x, NULL, 0) == OMPI_SUCCESS && x->nsends) {
+        for (int i = 0; rc == OMPI_SUCCESS && i < nto; i++) {
+            rc = wait_req(x, &fin_recvs[i]);
+        }
+        for (size_t i = 0; i < x->nsends; i++) {
+            ringx_ucx_release(&x->sends[i].req);
+        }
+        x->nsends = 0;
+    }
+    for (int i = 0; i < nto; i++) {
+        ringx_ucx_release(&fin_recvs[i]);
+    }
+    for (int i = 0; i < nfrom; i++) {
+        int r = rc == OMPI_SUCCESS ? wait_req(x, &fin_sends[i]) : rc;
+        ringx_ucx_abandon(&fin_sends[i]);
+        rc = r;
+    }
+    return rc;
+}
+
+static int wait_all_sends(exchange_t *x)
+{
+    for (size_t i = 0; i < x->nsends; i++) {
+        int rc = wait_req(x, &x->sends[i].req);
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+    x->nsends = 0;
+    return OMPI_SUCCESS;
+}
+
+static void abandon_all(exchange_t *x)
+{
+    for (int i = 0; i < x->depth; i++) {
+        ringx_ucx_abandon(&x->recv_req[i]);
+    }
+    for (size_t i = 0; i < x->nsends; i++) {
+        ringx_ucx_abandon(&x->sends[i].req);
+    }
+}
+
+static int setup(exchange_t *x, ringx_xsched_t *s)
+{
+    mca_coll_ringx_module_t *m = s->module;
+    int reduces = 0;
+
+    for (int i = 0; i < s->nsteps; i++) {
+        reduces |= s->steps[i].recv_from >= 0 && s->steps[i].recv_buf == NULL;
+    }
+    x->s = s;
+    x->m = m;
+    x->seg_bytes = ringx_segment_elems(mca_coll_ringx_component.segment_size, s->elem_size) *
+                   s->elem_size;
+    x->seq = m->seq++;
+    x->depth = mca_coll_ringx_component.pipeline_depth;
+    x->recv_req = calloc((size_t)x->depth, sizeof(ringx_req_t));
+    x->slots = reduces ? ringx_scratch_get(&m->segments, (size_t)x->depth * x->seg_bytes)
+                       : NULL;
+    return x->recv_req == NULL || (reduces && x->slots == NULL) ? OMPI_ERR_OUT_OF_RESOURCE
+                                                                : OMPI_SUCCESS;
+}
+
+/* ----------------------------------------------------- building steps */
+
+static ringx_xstep_t *new_step(ringx_xsched_t *s)
+{
+    /* log2 of any int rank count, twice, plus the folds, stays below the bound */
+    ringx_xstep_t *st = &s->steps[s->nsteps++];
+    *st = (ringx_xstep_t){ .send_to = -1, .recv_from = -1 };
+    return st;
+}
+
+void ringx_xsched_skip(ringx_xsched_t *s)
+{
+    (void)new_step(s);
+}
+
+void ringx_xsched_also_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes)
+{
+    ringx_xstep_t *st = &s->steps[s->nsteps - 1];
+    st->send_to = to;
+    st->send_buf = buf;
+    st->send_bytes = bytes;
+}
+
+void ringx_xsched_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes)
+{
+    (void)new_step(s);
+    ringx_xsched_also_send(s, to, buf, bytes);
+}
+
+void ringx_xsched_recv(ringx_xsched_t *s, int from, char *buf, size_t bytes)
+{
+    ringx_xstep_t *st = new_step(s);
+    st->recv_from = from;
+    st->recv_buf = buf;
+    st->recv_bytes = bytes;
+}
+
+void ringx_xsched_reduce(ringx_xsched_t *s, int from, char *dst, const char *local,
+                         size_t bytes)
+{
+    ringx_xstep_t *st = new_step(s);
+    st->recv_from = from;
+    st->reduce_dst = dst;
+    st->reduce_local = local;
+    st->recv_bytes = bytes;
+}
+
+/* ------------------------------------------------------------ running */
+
+int ringx_xsched_run(ringx_xsched_t *s)
+{
+    exchange_t x = { 0 };
+    int rc = setup(&x, s);
+
+    for (int i = 0; rc == OMPI_SUCCESS && i < s->nsteps; i++) {
+        rc = run_step(&x, i, &s->steps[i]);
+    }
+    if (rc == OMPI_SUCCESS) {
+        rc = needs_handshake(s) ? handshake(&x) : wait_all_sends(&x);
+    }
+    if (rc != OMPI_SUCCESS) {
+        RINGX_LOG(1, "exchange schedule failed (%d); outstanding transfers dropped", rc);
+        if (x.recv_req != NULL) {
+            abandon_all(&x);
+        }
+    }
+    free(x.recv_req);
+    free(x.sends);
+    return rc;
+}
