@@ -44,7 +44,11 @@
 
 /* ------------------------------------------------------------- slots */
 
-#define SLOT_INTRA_ONLY 1u   /* MPI defines it for intracommunicators only */
+/* Left empty on intercommunicators: the scans, which MPI defines on
+ * intracommunicators only, and the nonblocking and persistent neighborhood
+ * collectives, which libnbc offers on intracommunicators only.  The default
+ * selection leaves them empty there, and so does ringx. */
+#define SLOT_NOT_ON_INTER 1u
 
 typedef struct ringx_slot {
     const char *name;
@@ -56,14 +60,13 @@ typedef struct ringx_slot {
 
 #if OMPI_MAJOR_VERSION == 4
 /* The slots of the coll module interface 2.3.0 (Open MPI 4.x), in the order
- * of mca_coll_base_comm_select.  Scans and neighborhood collectives are
- * intracommunicator-only: the selection leaves them empty on
- * intercommunicators, and so does ringx. */
+ * of mca_coll_base_comm_select. */
 #define SLOT(n, f)                                                              \
     { #n, offsetof(mca_coll_base_module_t, coll_##n),                           \
       offsetof(mca_coll_base_comm_coll_t, coll_##n),                            \
       offsetof(mca_coll_base_comm_coll_t, coll_##n##_module), (f) }
 #define SLOT_BLOCKING_NONBLOCKING_PERSISTENT(n, f) SLOT(n, f), SLOT(i##n, f), SLOT(n##_init, f)
+#define SLOT_NEIGHBORHOOD(n) SLOT(n, 0), SLOT(i##n, SLOT_NOT_ON_INTER), SLOT(n##_init, SLOT_NOT_ON_INTER)
 
 static const ringx_slot_t slots[] = {
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(allgather, 0),
@@ -74,23 +77,24 @@ static const ringx_slot_t slots[] = {
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(alltoallw, 0),
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(barrier, 0),
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(bcast, 0),
-    SLOT_BLOCKING_NONBLOCKING_PERSISTENT(exscan, SLOT_INTRA_ONLY),
+    SLOT_BLOCKING_NONBLOCKING_PERSISTENT(exscan, SLOT_NOT_ON_INTER),
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(gather, 0),
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(gatherv, 0),
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(reduce, 0),
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(reduce_scatter_block, 0),
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(reduce_scatter, 0),
-    SLOT_BLOCKING_NONBLOCKING_PERSISTENT(scan, SLOT_INTRA_ONLY),
+    SLOT_BLOCKING_NONBLOCKING_PERSISTENT(scan, SLOT_NOT_ON_INTER),
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(scatter, 0),
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(scatterv, 0),
-    SLOT_BLOCKING_NONBLOCKING_PERSISTENT(neighbor_allgather, SLOT_INTRA_ONLY),
-    SLOT_BLOCKING_NONBLOCKING_PERSISTENT(neighbor_allgatherv, SLOT_INTRA_ONLY),
-    SLOT_BLOCKING_NONBLOCKING_PERSISTENT(neighbor_alltoall, SLOT_INTRA_ONLY),
-    SLOT_BLOCKING_NONBLOCKING_PERSISTENT(neighbor_alltoallv, SLOT_INTRA_ONLY),
-    SLOT_BLOCKING_NONBLOCKING_PERSISTENT(neighbor_alltoallw, SLOT_INTRA_ONLY),
+    SLOT_NEIGHBORHOOD(neighbor_allgather),
+    SLOT_NEIGHBORHOOD(neighbor_allgatherv),
+    SLOT_NEIGHBORHOOD(neighbor_alltoall),
+    SLOT_NEIGHBORHOOD(neighbor_alltoallv),
+    SLOT_NEIGHBORHOOD(neighbor_alltoallw),
     SLOT(reduce_local, 0),
 };
 #undef SLOT_BLOCKING_NONBLOCKING_PERSISTENT
+#undef SLOT_NEIGHBORHOOD
 #undef SLOT
 #else
 #error "coll_ringx_fill.c: the slot table describes the Open MPI 4.x coll interface"
@@ -131,7 +135,7 @@ static int find_empty(struct ompi_communicator_t *comm, bool empty[NSLOTS])
     int n = 0;
     for (size_t i = 0; i < NSLOTS; i++) {
         empty[i] = fn_at(comm->c_coll, slots[i].table_fn) == NULL &&
-                   !(OMPI_COMM_IS_INTER(comm) && (slots[i].flags & SLOT_INTRA_ONLY));
+                   !(OMPI_COMM_IS_INTER(comm) && (slots[i].flags & SLOT_NOT_ON_INTER));
         n += empty[i];
     }
     return n;
