@@ -66,7 +66,8 @@ typedef struct ringx_slot {
       offsetof(mca_coll_base_comm_coll_t, coll_##n),                            \
       offsetof(mca_coll_base_comm_coll_t, coll_##n##_module), (f) }
 #define SLOT_BLOCKING_NONBLOCKING_PERSISTENT(n, f) SLOT(n, f), SLOT(i##n, f), SLOT(n##_init, f)
-#define SLOT_NEIGHBORHOOD(n) SLOT(n, 0), SLOT(i##n, SLOT_NOT_ON_INTER), SLOT(n##_init, SLOT_NOT_ON_INTER)
+#define SLOT_NEIGHBORHOOD(n) \
+    SLOT(n, 0), SLOT(i##n, SLOT_NOT_ON_INTER), SLOT(n##_init, SLOT_NOT_ON_INTER)
 
 static const ringx_slot_t slots[] = {
     SLOT_BLOCKING_NONBLOCKING_PERSISTENT(allgather, 0),
@@ -226,7 +227,8 @@ static const char *load_donor(const char *name, const mca_coll_base_component_2_
         mca_base_component_unload(c, output);
         return "implements another coll interface version";
     }
-    if (c->mca_register_component_params != NULL && c->mca_register_component_params() != OPAL_SUCCESS) {
+    if (c->mca_register_component_params != NULL &&
+        c->mca_register_component_params() != OPAL_SUCCESS) {
         mca_base_component_unload(c, output);
         return "its register function failed";
     }

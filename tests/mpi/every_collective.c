@@ -22,8 +22,8 @@
  * MPI_Allreduce, MPI_Allgather and MPI_Reduce_scatter_block: ringx, for every
  * blocking call on an intracommunicator of 2 or more ranks with MPI_INT /
  * MPI_SUM; the previous component (a fallback counted by ringx) for the user
- * op; nobody of ringx on 1-rank communicators and in the nonblocking and
- * persistent calls.  Intercommunicators are not checked: coll/inter serves
+ * op; and ringx takes no part on 1-rank communicators nor in the nonblocking
+ * and persistent calls.  Intercommunicators are not checked: coll/inter serves
  * them through the collectives of the local intracommunicator, which ringx
  * may serve.
  *
@@ -306,16 +306,16 @@ static void check_served(const tcomm_t *t, int mode, const what_t *w, const kind
     unsigned long long ringx = after.ringx - before.ringx;
     unsigned long long fallbacks = after.fallbacks - before.fallbacks;
     int ringx_there = mode == BLOCKING && t->size >= 2;
-    int want_ringx = ringx_there && k->predefined;
-    int want_fallbacks = ringx_there && !k->predefined;
+    unsigned long long want_ringx = ringx_there && k->predefined;
+    unsigned long long want_fallbacks = ringx_there && !k->predefined;
     rx_call_t call = as_call(t, w);
 
     if (t->inter) {
         return;
     }
     ringx_served_total += ringx;
-    rx_check(&call, ringx == (unsigned long long)want_ringx && fallbacks == (unsigned long long)want_fallbacks,
-             "ringx served %llu and handed on %llu calls; expected %d and %d", ringx, fallbacks,
+    rx_check(&call, ringx == want_ringx && fallbacks == want_fallbacks,
+             "ringx served %llu and handed on %llu calls; expected %llu and %llu", ringx, fallbacks,
              want_ringx, want_fallbacks);
 }
 
@@ -809,7 +809,8 @@ static void t_neighbor_alltoall(const tcomm_t *t, int mode)
         for (int i = 0; i < COUNT; i++) {
             send[b * COUNT + i] = val(key, 0, t->rank, nb[b], i);
             recv[b * COUNT + i] = SENTINEL;
-            want[b * COUNT + i] = nb[b] == MPI_PROC_NULL ? SENTINEL : val(key, 0, nb[b], t->rank, i);
+            want[b * COUNT + i] =
+                nb[b] == MPI_PROC_NULL ? SENTINEL : val(key, 0, nb[b], t->rank, i);
         }
     }
     COLL(t, mode, &w, Neighbor_alltoall, neighbor_alltoall, send, COUNT, MPI_INT, recv, COUNT,
