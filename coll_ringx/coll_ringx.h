@@ -42,6 +42,7 @@ typedef struct mca_coll_ringx_component_t {
     size_t segment_size;
     int pipeline_depth;
     int yield;                            /* -1 auto, 0 never, 1 always */
+    char *fill;                           /* components that fill empty slots */
 
     int output;                           /* opal_output stream for verbose logs */
 } mca_coll_ringx_component_t;
@@ -91,6 +92,10 @@ typedef struct ringx_scratch {
 typedef struct mca_coll_ringx_module_t {
     mca_coll_base_module_t super;
 
+    /* false: ringx serves none of its collectives on this communicator and
+     * only fills the slots the other components left empty */
+    bool serves;
+
     /* the previous component's functions, for fallback */
     mca_coll_base_module_allreduce_fn_t prev_allreduce;
     mca_coll_base_module_t *prev_allreduce_module;
@@ -122,6 +127,25 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
 int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
 
 void *ringx_scratch_get(ringx_scratch_t *s, size_t size);
+
+/* ---------------------------------------------------------------- fill */
+
+/* Whether coll_ringx_fill names any component. */
+bool ringx_fill_enabled(void);
+
+/*
+ * Serves the collective slots of comm that no selected component filled,
+ * with the stock components of coll_ringx_fill that the selection left out
+ * (coll_ringx_fill.c); ringx_module's own slots get one too, which becomes
+ * its fallback.  Called from ringx's module enable, which Open MPI runs after
+ * the lower-priority components have filled the table.  Returns how many
+ * slots it filled.
+ */
+int ringx_fill_empty_slots(mca_coll_base_module_t *ringx_module, struct ompi_communicator_t *comm);
+
+/* Closes the components ringx loaded (at component close, after every
+ * communicator is gone). */
+void ringx_fill_close(void);
 
 /* ----------------------------------------------------------- admission */
 

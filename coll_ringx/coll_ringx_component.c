@@ -19,6 +19,10 @@
 #define RINGX_DEFAULT_PRIORITY 90
 #define RINGX_DEFAULT_SEGMENT_SIZE (512 * 1024)
 #define RINGX_DEFAULT_PIPELINE_DEPTH 4
+/* The stock components that serve the other collectives under the default
+ * selection: self (MPI_COMM_SELF), inter (intercommunicators), tuned and
+ * basic (blocking), libnbc (nonblocking and persistent). */
+#define RINGX_DEFAULT_FILL "self,inter,tuned,basic,libnbc"
 
 static int ringx_register(void);
 static int ringx_open(void);
@@ -176,6 +180,14 @@ static int ringx_register(void)
     if (yield_enum != NULL) {
         OBJ_RELEASE(yield_enum);
     }
+    c->fill = RINGX_DEFAULT_FILL;
+    register_var("fill",
+                 "Open MPI coll components that ringx loads to serve the collective slots "
+                 "that no selected component fills on a communicator (e.g. under --mca coll "
+                 "ringx); each such slot goes to the one of highest priority that provides it. "
+                 "Selected components are never loaded again. Empty: fill nothing",
+                 MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+                 &c->fill);
     return mca_coll_ringx_register_pvars();
 }
 
@@ -223,6 +235,7 @@ static int ringx_open(void)
 
 static int ringx_close(void)
 {
+    ringx_fill_close();
     ringx_ucx_stop();
     if (mca_coll_ringx_component.output >= 0) {
         opal_output_close(mca_coll_ringx_component.output);

@@ -1,7 +1,8 @@
 /*
  * coll_ringx_module.c - one module per communicator: selection, the saved
  * previous component for fallback, and the per-communicator transport
- * state (agreed id, call sequence, peers).
+ * state (agreed id, call sequence, peers).  Filling the slots no selected
+ * component fills is coll_ringx_fill.c's.
  */
 #include "coll_ringx.h"
 
@@ -10,8 +11,15 @@
 
 #include "ompi/runtime/mpiruntime.h"
 
+/* Where ringx serves none of its collectives (MPI_COMM_SELF,
+ * intercommunicators, negative priority) its module only fills empty
+ * slots.  It asks for the highest priority Open MPI accepts so that it is
+ * enabled after every other component and sees what they all filled. */
+#define RINGX_FILL_ONLY_PRIORITY 100
+
 static void module_construct(mca_coll_ringx_module_t *m)
 {
+    m->serves = false;
     m->prev_allreduce = NULL;
     m->prev_allreduce_module = NULL;
     m->prev_allgather = NULL;
@@ -67,18 +75,26 @@ OBJ_CLASS_INSTANCE(mca_coll_ringx_module_t, mca_coll_base_module_t, module_const
     } while (0)
 
 /* Open MPI enables modules in increasing priority, so the table already
- * holds what the lower-priority components chose: that is the fallback. */
+ * holds what the lower-priority components chose: that is the fallback,
+ * once the slots they left empty are filled. */
 static int module_enable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {
     mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    int filled = ringx_fill_empty_slots(module, comm);
 
+    if (!m->serves) {
+        /* Nothing filled (always so under the default selection): stay out
+         * of the communicator's module list. */
+        return filled > 0 ? OMPI_SUCCESS : OMPI_ERROR;
+    }
     SAVE_PREV(m, comm, allreduce);
     SAVE_PREV(m, comm, allgather);
     SAVE_PREV(m, comm, reduce_scatter_block);
     if (m->prev_allreduce == NULL || m->prev_allgather == NULL ||
         m->prev_reduce_scatter_block == NULL) {
-        RINGX_LOG(1, "no component below ringx serves allreduce, allgather and "
-                     "reduce_scatter_block on %s: ringx stays off there", comm->c_name);
+        RINGX_LOG(1, "no other component (selected or from coll_ringx_fill) serves allreduce, "
+                     "allgather and reduce_scatter_block on %s: ringx stays off there",
+                  comm->c_name);
         release_state(m);
         return OMPI_ERROR;
     }
@@ -104,22 +120,29 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
                       : ompi_comm_size(comm) < 2             ? "fewer than 2 ranks"
                       : mca_coll_ringx_component.priority < 0 ? "negative priority"
                                                               : NULL;
-    if (why != NULL) {
+    if (why != NULL && !ringx_fill_enabled()) {
         RINGX_LOG(3, "declines %s: %s", comm->c_name, why);
         return NULL;
+    }
+    m = OBJ_NEW(mca_coll_ringx_module_t);
+    if (m == NULL) {
+        return NULL;
+    }
+    m->super.coll_module_enable = module_enable;
+    m->super.coll_module_disable = module_disable;
+    if (why != NULL) {
+        RINGX_LOG(3, "serves no collective on %s (%s): fills only the slots other components "
+                     "leave empty", comm->c_name, why);
+        *priority = RINGX_FILL_ONLY_PRIORITY;
+        return &m->super;
     }
     /* A local UCX failure does not decline: declining is a local choice,
      * and ranks that chose differently would run different collectives.
      * The first served call agrees on the transport collectively. */
     (void)ringx_ucx_start(ompi_mpi_thread_multiple, mca_coll_ringx_component.output);
 
-    m = OBJ_NEW(mca_coll_ringx_module_t);
-    if (m == NULL) {
-        return NULL;
-    }
+    m->serves = true;
     *priority = mca_coll_ringx_component.priority;
-    m->super.coll_module_enable = module_enable;
-    m->super.coll_module_disable = module_disable;
     m->super.coll_allreduce = mca_coll_ringx_allreduce;
     m->super.coll_allgather = mca_coll_ringx_allgather;
     m->super.coll_reduce_scatter_block = mca_coll_ringx_reduce_scatter_block;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # valgrind.sh - runs an MPI test on 4 ranks under valgrind memcheck and
 # fails if any error or leak record involves ringx's code.
-#   valgrind.sh PROGRAM [ARGS...]   (RINGX_COMPONENT_DIR as for run_mpi_test.sh)
+#   valgrind.sh PROGRAM [ARGS...]   (RINGX_COMPONENT_DIR and RINGX_MPIRUN_ARGS
+#                                    as for run_mpi_test.sh)
 # Open MPI and UCX report errors and leaks of their own; only records with
 # a ringx frame count.  Components stay loaded at exit so that their
 # frames keep their names.
@@ -14,7 +15,8 @@ fi
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-RINGX_MPI_TIMEOUT=${RINGX_MPI_TIMEOUT:-900} RINGX_MPIRUN_ARGS="--mca mca_base_component_disable_dlclose 1" \
+RINGX_MPI_TIMEOUT=${RINGX_MPI_TIMEOUT:-900} \
+    RINGX_MPIRUN_ARGS="${RINGX_MPIRUN_ARGS:-} --mca mca_base_component_disable_dlclose 1" \
     "$here/run_mpi_test.sh" 4 valgrind -q --leak-check=full \
     --show-leak-kinds=definite,indirect,possible --num-callers=40 \
     --log-file="$logs/vg.%p.log" "$@"
