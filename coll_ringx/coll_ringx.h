@@ -29,6 +29,10 @@ BEGIN_C_DECLS
 
 /* ------------------------------------------------------------ component */
 
+/* Receives in flight per walk: a fixed bound keeps per-call state on the
+ * stack instead of the heap. */
+#define RINGX_MAX_PIPELINE_DEPTH 16
+
 typedef struct mca_coll_ringx_component_t {
     mca_coll_base_component_2_0_0_t super;
 
@@ -250,6 +254,11 @@ typedef struct ringx_xsched {
     ringx_xstep_t steps[RINGX_XSCHED_MAX_STEPS];
     size_t bytes_sent;
 } ringx_xsched_t;
+
+/* Starts an empty schedule (only the header is set: the step array is
+ * large and filled step by step). */
+void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_reduction_t red,
+                       size_t elem_size, size_t total_bytes);
 
 /* Appends a step that only sends, only receives, or both. */
 void ringx_xsched_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);

@@ -82,8 +82,9 @@ static void bruck_steps(ringx_xsched_t *s, char *gathered, size_t block_bytes)
 static int allgather_log(mca_coll_ringx_module_t *m, ringx_alg_t alg, const char *own,
                          char *result, size_t block_bytes, size_t elem_size)
 {
-    ringx_xsched_t s = { .module = m, .elem_size = elem_size };
+    ringx_xsched_t s;
     size_t total = block_bytes * (size_t)m->size;
+    ringx_reduction_t none = { RINGX_TYPE_BYTE, RINGX_OP_BOR };     /* nothing is reduced */
     char *own_block = result + (size_t)m->rank * block_bytes;
     /* Bruck gathers rank, rank+1, .. from the start of a scratch buffer. */
     char *gathered = alg == RINGX_ALG_BRUCK ? ringx_scratch_get(&m->blocks, total + 1) : result;
@@ -92,7 +93,7 @@ static int allgather_log(mca_coll_ringx_module_t *m, ringx_alg_t alg, const char
     if (gathered == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    s.total_bytes = total;
+    ringx_xsched_init(&s, m, none, elem_size, total);
     if (alg == RINGX_ALG_BRUCK) {
         memcpy(gathered, own, block_bytes);
         bruck_steps(&s, gathered, block_bytes);

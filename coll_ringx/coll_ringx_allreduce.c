@@ -183,10 +183,10 @@ static void rabenseifner_steps(ringx_xsched_t *s, const char *input, char *resul
 static int allreduce_log(mca_coll_ringx_module_t *m, ringx_alg_t alg, const void *sbuf,
                          void *rbuf, size_t count, ringx_reduction_t red)
 {
-    ringx_xsched_t s = { .module = m, .red = red, .elem_size = ringx_type_size(red.type) };
+    ringx_xsched_t s;
     const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
 
-    s.total_bytes = count * s.elem_size;
+    ringx_xsched_init(&s, m, red, ringx_type_size(red.type), count * ringx_type_size(red.type));
     if (alg == RINGX_ALG_RECURSIVE_DOUBLING) {
         recursive_doubling_steps(&s, input, rbuf, s.total_bytes);
     } else {

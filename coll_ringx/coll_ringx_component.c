@@ -168,7 +168,8 @@ static int ringx_register(void)
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
                  &c->segment_size);
     register_var("pipeline_depth",
-                 "Receives kept in flight per ring walk (each holds one segment)",
+                 "Receives kept in flight per ring walk or exchange step (each holds one "
+                 "segment; 1 to 16)",
                  MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
                  &c->pipeline_depth);
     (void)mca_base_var_enum_create("coll_ringx_yield_modes", yield_values, &yield_enum);
@@ -227,8 +228,8 @@ static int ringx_open(void)
     if (c->segment_size == 0) {
         c->segment_size = RINGX_DEFAULT_SEGMENT_SIZE;
     }
-    if (c->pipeline_depth < 1) {
-        c->pipeline_depth = 1;
+    if (c->pipeline_depth < 1 || c->pipeline_depth > RINGX_MAX_PIPELINE_DEPTH) {
+        c->pipeline_depth = c->pipeline_depth < 1 ? 1 : RINGX_MAX_PIPELINE_DEPTH;
     }
     return OMPI_SUCCESS;
 }

@@ -14,6 +14,7 @@
 #include "coll_ringx.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "ringx_host_reduce.h"
 
@@ -30,9 +31,10 @@ typedef struct exchange {
     uint32_t seq;
     int depth;
     char *slots;                /* [depth] scratch segments */
-    ringx_req_t *recv_req;      /* [depth] */
-    pending_send_t *sends;
+    ringx_req_t recv_req[RINGX_MAX_PIPELINE_DEPTH];
+    pending_send_t *sends;      /* inline_sends until more are needed */
     size_t nsends, cap_sends;
+    pending_send_t inline_sends[16];
     unsigned idle;
 } exchange_t;
 
@@ -80,10 +82,14 @@ static int wait_sends_reading(exchange_t *x, const char *buf, size_t len)
 static int post_send(exchange_t *x, int step, size_t seg, int to, const char *buf, size_t len)
 {
     if (x->nsends == x->cap_sends) {
-        size_t cap = x->cap_sends ? 2 * x->cap_sends : 16;
-        pending_send_t *grown = realloc(x->sends, cap * sizeof(*grown));
+        size_t cap = 2 * x->cap_sends;
+        pending_send_t *grown = malloc(cap * sizeof(*grown));
         if (grown == NULL) {
             return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        memcpy(grown, x->sends, x->nsends * sizeof(*grown));
+        if (x->sends != x->inline_sends) {
+            free(x->sends);
         }
         x->sends = grown;
         x->cap_sends = cap;
@@ -251,18 +257,32 @@ static int setup(exchange_t *x, ringx_xsched_t *s)
     }
     x->s = s;
     x->m = m;
+    x->sends = x->inline_sends;
+    x->cap_sends = sizeof(x->inline_sends) / sizeof(x->inline_sends[0]);
+    x->nsends = 0;
+    x->idle = 0;
     x->seg_bytes = ringx_segment_elems(mca_coll_ringx_component.segment_size, s->elem_size) *
                    s->elem_size;
     x->seq = m->seq++;
     x->depth = mca_coll_ringx_component.pipeline_depth;
-    x->recv_req = calloc((size_t)x->depth, sizeof(ringx_req_t));
+    memset(x->recv_req, 0, sizeof(x->recv_req));
     x->slots = reduces ? ringx_scratch_get(&m->segments, (size_t)x->depth * x->seg_bytes)
                        : NULL;
-    return x->recv_req == NULL || (reduces && x->slots == NULL) ? OMPI_ERR_OUT_OF_RESOURCE
-                                                                : OMPI_SUCCESS;
+    return reduces && x->slots == NULL ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
 }
 
 /* ----------------------------------------------------- building steps */
+
+void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_reduction_t red,
+                       size_t elem_size, size_t total_bytes)
+{
+    s->module = m;
+    s->red = red;
+    s->elem_size = elem_size;
+    s->total_bytes = total_bytes;
+    s->nsteps = 0;
+    s->bytes_sent = 0;
+}
 
 static ringx_xstep_t *new_step(ringx_xsched_t *s)
 {
@@ -313,7 +333,7 @@ void ringx_xsched_reduce(ringx_xsched_t *s, int from, char *dst, const char *loc
 
 int ringx_xsched_run(ringx_xsched_t *s)
 {
-    exchange_t x = { 0 };
+    exchange_t x;
     int rc = setup(&x, s);
 
     for (int i = 0; rc == OMPI_SUCCESS && i < s->nsteps; i++) {
@@ -324,11 +344,10 @@ int ringx_xsched_run(ringx_xsched_t *s)
     }
     if (rc != OMPI_SUCCESS) {
         RINGX_LOG(1, "exchange schedule failed (%d); outstanding transfers dropped", rc);
-        if (x.recv_req != NULL) {
-            abandon_all(&x);
-        }
+        abandon_all(&x);
     }
-    free(x.recv_req);
-    free(x.sends);
+    if (x.sends != x.inline_sends) {
+        free(x.sends);
+    }
     return rc;
 }

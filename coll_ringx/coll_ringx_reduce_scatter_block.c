@@ -124,8 +124,8 @@ static void halving_steps(ringx_xsched_t *s, const char *input, char *acc, char 
 static int rsb_halving(mca_coll_ringx_module_t *m, const void *sbuf, void *rbuf,
                        size_t rcount, ringx_reduction_t red)
 {
-    ringx_xsched_t s = { .module = m, .red = red, .elem_size = ringx_type_size(red.type) };
-    size_t block_bytes = rcount * s.elem_size;
+    ringx_xsched_t s;
+    size_t block_bytes = rcount * ringx_type_size(red.type);
     const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     char *acc = ringx_scratch_get(&m->blocks, block_bytes * (size_t)m->size + 1);
     int rc;
@@ -133,7 +133,7 @@ static int rsb_halving(mca_coll_ringx_module_t *m, const void *sbuf, void *rbuf,
     if (acc == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    s.total_bytes = block_bytes * (size_t)m->size;
+    ringx_xsched_init(&s, m, red, ringx_type_size(red.type), block_bytes * (size_t)m->size);
     halving_steps(&s, input, acc, rbuf, block_bytes);
     rc = ringx_xsched_run(&s);
     /* Copied last: in place, the input blocks were being sent from rbuf. */

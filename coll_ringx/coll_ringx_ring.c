@@ -29,7 +29,7 @@ typedef struct ring_walk {
     uint32_t seq;
 
     int depth;                  /* receive window, in segments */
-    ringx_req_t *recv_req;      /* [depth], indexed by receive number % depth */
+    ringx_req_t recv_req[RINGX_MAX_PIPELINE_DEPTH];   /* by receive number % depth */
     char *slots;                /* [depth] segments of scratch, for reducing steps */
     ring_cursor_t next_post;
     ring_cursor_t next_done;
@@ -38,6 +38,7 @@ typedef struct ring_walk {
 
     size_t max_segs;            /* segments of the largest block */
     ringx_req_t *send_req;      /* [2][max_segs]: the sends of two consecutive steps */
+    ringx_req_t inline_send_req[8];   /* send_req when that is enough */
     ringx_req_t fin_recv;       /* the right neighbour's "all received" */
     ringx_req_t fin_send;       /* ours, to the left neighbour */
     unsigned idle;
@@ -291,13 +292,14 @@ static int walk_setup(ring_walk_t *w, ringx_ring_t *ring)
     w->seq = m->seq++;
     w->depth = mca_coll_ringx_component.pipeline_depth;
     w->max_segs = ringx_segment_total(largest_block, w->seg_elems);
-    w->recv_req = calloc((size_t)w->depth, sizeof(ringx_req_t));
-    w->send_req = calloc(2 * w->max_segs + 1, sizeof(ringx_req_t));
+    w->send_req = 2 * w->max_segs <= sizeof(w->inline_send_req) / sizeof(ringx_req_t)
+                      ? w->inline_send_req
+                      : calloc(2 * w->max_segs, sizeof(ringx_req_t));
     w->slots = NULL;
     if (ring->reduce_steps > 0) {
         w->slots = ringx_scratch_get(&m->segments, (size_t)w->depth * w->seg_bytes);
     }
-    if (w->recv_req == NULL || w->send_req == NULL ||
+    if (w->send_req == NULL ||
         (ring->reduce_steps > 0 && w->slots == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -318,11 +320,12 @@ int ringx_ring_run(ringx_ring_t *ring)
     }
     if (rc != OMPI_SUCCESS) {
         RINGX_LOG(1, "ring walk failed (%d); outstanding transfers dropped", rc);
-        if (w.recv_req && w.send_req) {
+        if (w.send_req) {
             abandon_all(&w);
         }
     }
-    free(w.recv_req);
-    free(w.send_req);
+    if (w.send_req != w.inline_send_req) {
+        free(w.send_req);
+    }
     return rc;
 }
