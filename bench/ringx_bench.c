@@ -9,25 +9,13 @@
  * allreduce and algbw * (p-1)/p for allgather and reduce_scatter_block,
  * S being the full (gathered or reduced) buffer.
  */
-#include <mpi.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ringx_bench.h"
 #include "ringx_pvars.h"
 
-enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_RSB, NCOLL };
-static const char *const coll_names[NCOLL] = { "allreduce", "allgather",
-                                                "reduce_scatter_block" };
-
-typedef struct dtype_desc {
-    const char *name;
-    MPI_Datatype type;
-    size_t size;
-    int floating;
-    int is_signed;
-} dtype_desc_t;
+const char *const coll_names[NCOLL] = { "allreduce", "allgather", "reduce_scatter_block" };
 
 static const dtype_desc_t dtypes[] = {
     { "float", MPI_FLOAT, 4, 1, 1 },    { "double", MPI_DOUBLE, 8, 1, 1 },
@@ -35,14 +23,6 @@ static const dtype_desc_t dtypes[] = {
     { "int32", MPI_INT32_T, 4, 0, 1 },  { "uint32", MPI_UINT32_T, 4, 0, 0 },
     { "int64", MPI_INT64_T, 8, 0, 1 },  { "uint64", MPI_UINT64_T, 8, 0, 0 },
 };
-
-typedef enum { OP_SUM, OP_PROD, OP_MIN, OP_MAX, OP_BAND, OP_BOR, OP_BXOR } op_kind_t;
-
-typedef struct op_desc {
-    const char *name;
-    MPI_Op op;
-    op_kind_t kind;
-} op_desc_t;
 
 static const op_desc_t ops[] = {
     { "sum", MPI_SUM, OP_SUM },    { "prod", MPI_PROD, OP_PROD }, { "min", MPI_MIN, OP_MIN },
@@ -52,17 +32,6 @@ static const op_desc_t ops[] = {
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-typedef struct options {
-    size_t min_bytes, max_bytes;
-    int colls[NCOLL];
-    const dtype_desc_t *dtype;
-    const op_desc_t *op;
-    int in_place;
-    int rounds;
-    double target_seconds;      /* per measurement */
-    const char *csv;
-} options_t;
-
 typedef struct side_result {
     double seconds;             /* per call: best round, mean of its iterations, max over ranks */
     int valid;
@@ -70,15 +39,8 @@ typedef struct side_result {
     unsigned long long served;  /* ringx calls counted by the pvars */
 } side_result_t;
 
-typedef struct point {
-    int coll;
-    size_t bytes;               /* S */
-    size_t count;               /* the count argument of the call */
-    int iters;
-} point_t;
-
-static int rank, nprocs;
-static MPI_Comm stock_comm, ringx_comm;
+int rank, nprocs;
+MPI_Comm stock_comm, ringx_comm;
 
 /* ------------------------------------------------------------ options */
 
@@ -108,7 +70,11 @@ static void usage(void)
                "  -i, --in-place         use MPI_IN_PLACE\n"
                "  -r, --rounds N         interleaved rounds per size (default 3)\n"
                "  -t, --time SECONDS     target time per measurement (default 0.05)\n"
-               "  --csv FILE             write the results as CSV\n");
+               "  --csv FILE             write the results as CSV\n"
+               "  --write-rules FILE     time every ringx algorithm per size instead, and write\n"
+               "                         the fastest as rules for this rank count into FILE\n"
+               "                         (other rank counts' rules in FILE are kept); use it\n"
+               "                         with --mca coll_ringx_rules_file FILE\n");
     }
 }
 
@@ -154,7 +120,7 @@ static int parse_colls(char *list, options_t *o)
 /* Returns 0, or an error message. */
 static const char *parse_options(int argc, char **argv, options_t *o)
 {
-    *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 3, 0.05, NULL };
+    *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 3, 0.05, NULL, NULL };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -179,6 +145,8 @@ static const char *parse_options(int argc, char **argv, options_t *o)
             if (v) o->target_seconds = atof(v);
         } else if (!strcmp(a, "--csv")) {
             o->csv = v;
+        } else if (!strcmp(a, "--write-rules")) {
+            o->rules = v;
         } else if (!strcmp(a, "-i") || !strcmp(a, "--in-place")) {
             o->in_place = 1;
             takes = 0;
@@ -266,13 +234,8 @@ static int element_equals(const dtype_desc_t *t, const void *buf, size_t i, int6
 
 /* ------------------------------------------------------------ buffers */
 
-typedef struct buffers {
-    void *send;
-    void *recv;
-} buffers_t;
-
 /* Puts this rank's input where the call reads it. */
-static void fill_input(const options_t *o, const point_t *pt, buffers_t *b)
+void fill_input(const options_t *o, const point_t *pt, buffers_t *b)
 {
     const dtype_desc_t *t = o->dtype;
     size_t n = pt->coll == COLL_RSB ? pt->count * (size_t)nprocs : pt->count;
@@ -287,7 +250,7 @@ static void fill_input(const options_t *o, const point_t *pt, buffers_t *b)
     }
 }
 
-static int check_output(const options_t *o, const point_t *pt, const buffers_t *b)
+int check_output(const options_t *o, const point_t *pt, const buffers_t *b)
 {
     const dtype_desc_t *t = o->dtype;
     if (pt->coll == COLL_ALLGATHER) {
@@ -329,8 +292,8 @@ static int call(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm co
 
 /* Mean seconds per call over iters calls, max over ranks.  In place, the
  * input is restored before every call, outside the timed region. */
-static double time_calls(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm comm,
-                         int iters)
+double time_calls(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm comm,
+                  int iters)
 {
     double total = 0, t0, worst;
     MPI_Barrier(comm);
@@ -354,7 +317,7 @@ static double time_calls(const options_t *o, const point_t *pt, buffers_t *b, MP
     return worst;
 }
 
-static int all_true(int ok)
+int all_true(int ok)
 {
     int all;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, stock_comm);
@@ -362,7 +325,7 @@ static int all_true(int ok)
 }
 
 /* Iterations for about target_seconds per measurement, same on all ranks. */
-static int choose_iters(const options_t *o, const point_t *pt, buffers_t *b)
+int choose_iters(const options_t *o, const point_t *pt, buffers_t *b)
 {
     fill_input(o, pt, b);
     call(o, pt, b, stock_comm);                /* warm-up of both sides */
@@ -433,7 +396,7 @@ static void measure(const options_t *o, const point_t *pt, buffers_t *b, side_re
 
 /* ------------------------------------------------------------- output */
 
-static const char *human(size_t bytes, char *buf, size_t len)
+const char *human(size_t bytes, char *buf, size_t len)
 {
     const char *units[] = { "B", "KiB", "MiB", "GiB" };
     int u = 0;
@@ -506,30 +469,42 @@ static void print_pvar_summary(void)
 
 /* ---------------------------------------------------------- the sweep */
 
+/* The point for a requested size: whole elements, and for allgather and
+ * reduce_scatter_block whole blocks of at least one element per rank. */
 static point_t make_point(const options_t *o, int coll, size_t bytes)
 {
     size_t esize = o->dtype->size;
+    size_t unit = coll == COLL_ALLREDUCE ? esize : esize * (size_t)nprocs;
     point_t pt = { coll, 0, 0, 0 };
-    if (coll == COLL_ALLREDUCE) {
-        pt.count = bytes / esize ? bytes / esize : 1;
-        pt.bytes = pt.count * esize;
-    } else {
-        size_t per_rank = esize * (size_t)nprocs;
-        pt.count = bytes / per_rank ? bytes / per_rank : 1;
-        pt.bytes = pt.count * per_rank;
-    }
+    pt.count = bytes / unit ? bytes / unit : 1;
+    pt.bytes = pt.count * unit;
     return pt;
+}
+
+point_t first_point(const options_t *o, int coll)
+{
+    return make_point(o, coll, o->min_bytes);
+}
+
+int next_point(const options_t *o, point_t *pt)
+{
+    for (size_t s = pt->bytes * 2; s <= o->max_bytes; s *= 2) {
+        point_t next = make_point(o, pt->coll, s);
+        if (next.bytes > pt->bytes) {
+            *pt = next;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static int count_points(const options_t *o)
 {
     int n = 0;
     for (int c = 0; c < NCOLL; c++) {
-        size_t last = 0;
-        for (size_t s = o->min_bytes; c < NCOLL && o->colls[c] && s <= o->max_bytes; s *= 2) {
-            point_t pt = make_point(o, c, s);
-            n += pt.bytes != last;
-            last = pt.bytes;
+        point_t pt = first_point(o, c);
+        for (int more = o->colls[c] && pt.bytes <= o->max_bytes; more; more = next_point(o, &pt)) {
+            n++;
         }
     }
     return n;
@@ -539,14 +514,9 @@ static int sweep(const options_t *o, buffers_t *b, FILE *csv)
 {
     int failures = 0, index = 0, total = count_points(o);
     for (int c = 0; c < NCOLL; c++) {
-        size_t last = 0;
-        for (size_t s = o->min_bytes; o->colls[c] && s <= o->max_bytes; s *= 2) {
-            point_t pt = make_point(o, c, s);
+        point_t pt = first_point(o, c);
+        for (int more = o->colls[c] && pt.bytes <= o->max_bytes; more; more = next_point(o, &pt)) {
             side_result_t rx = { 0 }, stock = { 0 };
-            if (pt.bytes == last) {
-                continue;
-            }
-            last = pt.bytes;
             pt.iters = choose_iters(o, &pt, b);
             measure(o, &pt, b, &rx, &stock);
             failures += !(rx.valid && stock.valid);
@@ -558,30 +528,57 @@ static int sweep(const options_t *o, buffers_t *b, FILE *csv)
     return failures;
 }
 
-/* The stock side: a communicator made while ringx's priority is negative. */
-static int set_ringx_priority(int value, int *old)
+/* ----------------------------------------------- ringx's control variables */
+
+int cvar_write_int(const char *name, int value, int *old)
 {
-    int index, count;
+    int index, count, ok;
     MPI_T_cvar_handle h;
-    if (MPI_T_cvar_get_index("coll_ringx_priority", &index) != MPI_SUCCESS ||
+    if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS ||
         MPI_T_cvar_handle_alloc(index, NULL, &h, &count) != MPI_SUCCESS) {
         return -1;
     }
-    int rc = (old ? MPI_T_cvar_read(h, old) : MPI_SUCCESS) == MPI_SUCCESS &&
-             MPI_T_cvar_write(h, &value) == MPI_SUCCESS;
+    ok = (old ? MPI_T_cvar_read(h, old) : MPI_SUCCESS) == MPI_SUCCESS &&
+         MPI_T_cvar_write(h, &value) == MPI_SUCCESS;
     MPI_T_cvar_handle_free(&h);
-    return rc ? 0 : -1;
+    return ok ? 0 : -1;
 }
 
+int cvar_enum_value(const char *name, const char *item)
+{
+    int index, verbosity, bind, scope, num, value;
+    char cname[128], desc[512], iname[128];
+    int clen = sizeof(cname), dlen = sizeof(desc);
+    MPI_Datatype type;
+    MPI_T_enum e;
+
+    if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS ||
+        MPI_T_cvar_get_info(index, cname, &clen, &verbosity, &type, &e, desc, &dlen, &bind,
+                            &scope) != MPI_SUCCESS ||
+        e == MPI_T_ENUM_NULL || MPI_T_enum_get_info(e, &num, iname, &(int){ sizeof(iname) }) !=
+                                    MPI_SUCCESS) {
+        return -1;
+    }
+    for (int i = 0; i < num; i++) {
+        int ilen = sizeof(iname);
+        if (MPI_T_enum_get_item(e, i, &value, iname, &ilen) == MPI_SUCCESS &&
+            strcmp(iname, item) == 0) {
+            return value;
+        }
+    }
+    return -1;
+}
+
+/* The stock side: a communicator made while ringx's priority is negative. */
 static const char *make_communicators(void)
 {
     int priority;
-    if (set_ringx_priority(-1, &priority) != 0) {
+    if (cvar_write_int("coll_ringx_priority", -1, &priority) != 0) {
         return "ringx is not loaded (no coll_ringx_priority control variable): set "
                "OMPI_MCA_mca_base_component_path or install the component";
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &stock_comm);
-    set_ringx_priority(priority, NULL);
+    cvar_write_int("coll_ringx_priority", priority, NULL);
     MPI_Comm_dup(MPI_COMM_WORLD, &ringx_comm);
     return NULL;
 }
@@ -626,7 +623,7 @@ int main(int argc, char **argv)
         }
         print_header(&o);
     }
-    failures = sweep(&o, &b, csv);
+    failures = o.rules ? tune(&o, &b) : sweep(&o, &b, csv);
     if (rank == 0) {
         print_pvar_summary();
         printf("# %s\n", failures ? "FAILED: some results were wrong or not served as expected"

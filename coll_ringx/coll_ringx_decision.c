@@ -39,14 +39,16 @@ static const unsigned algs_of[RINGX_COLL_COUNT] = {
 };
 
 /*
- * Built-in defaults, from ringx_bench runs on the development machine
- * (2 cores, np 2..8, host memory; see README): the log(p) algorithms win
- * while latency dominates, the ring once bandwidth does.
+ * Built-in defaults, from ringx_bench --write-rules at np 2..8 on the
+ * development machine (2 cores, host memory, float sum; README): recursive
+ * doubling / halving win while latency dominates (up to 8-16 KiB),
+ * Rabenseifner for medium allreduce, the pipelined ring beyond.  Machines
+ * differ: a rules file measured on the machine replaces these.
  */
 static const char *const builtin_defaults[RINGX_COLL_COUNT] = {
-    [RINGX_COLL_ALLREDUCE] = "2K:recursive_doubling,256K:rabenseifner,ring",
-    [RINGX_COLL_ALLGATHER] = "4K:recursive_doubling,ring",
-    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "64K:recursive_halving,ring",
+    [RINGX_COLL_ALLREDUCE] = "8K:recursive_doubling,1M:rabenseifner,ring",
+    [RINGX_COLL_ALLGATHER] = "16K:recursive_doubling,ring",
+    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "16K:recursive_halving,ring",
 };
 
 #define MAX_DEFAULTS 8

@@ -3,8 +3,9 @@
  * program: the tests and the benchmark use them to prove which algorithm
  * (or which fallback) served a call.
  *
- * Header-only (static inline functions), standard MPI_T only: any MPI
- * program can include it.  Call ringx_pvars_open() after MPI_Init.
+ * Header-only (static inline functions and one weak variable), standard
+ * MPI_T only: any MPI program can include it, from any number of its
+ * files.  Call ringx_pvars_open() after MPI_Init.
  *
  * Counters (process-wide totals, MPI_T class COUNTER):
  *   coll_ringx_<coll>_<alg>_calls          calls served by algorithm <alg>
@@ -35,12 +36,16 @@ typedef struct ringx_pvar_info {
     MPI_T_pvar_handle handle;
 } ringx_pvar_info_t;
 
-static struct {
+typedef struct ringx_pvars_state {
     int open;
     MPI_T_pvar_session session;
     int count;
     ringx_pvar_info_t vars[RINGX_PVARS_MAX];
-} ringx_pvars __attribute__((unused));
+} ringx_pvars_state_t;
+
+/* One state per program, though every file including this header defines
+ * it: the definitions are weak, and the linker keeps a single one. */
+__attribute__((weak)) ringx_pvars_state_t ringx_pvars;
 
 /* The collectives whose names prefix the pvar names. */
 static const char *const ringx_pvars_colls[] __attribute__((unused)) = {

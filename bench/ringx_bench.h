@@ -1,0 +1,81 @@
+/*
+ * ringx_bench.h - what the benchmark's files share: options, the point
+ * being measured, buffers, and the timing and validation helpers.
+ */
+#ifndef RINGX_BENCH_H
+#define RINGX_BENCH_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_RSB, NCOLL };
+extern const char *const coll_names[NCOLL];
+
+typedef struct dtype_desc {
+    const char *name;
+    MPI_Datatype type;
+    size_t size;
+    int floating;
+    int is_signed;
+} dtype_desc_t;
+
+typedef enum { OP_SUM, OP_PROD, OP_MIN, OP_MAX, OP_BAND, OP_BOR, OP_BXOR } op_kind_t;
+
+typedef struct op_desc {
+    const char *name;
+    MPI_Op op;
+    op_kind_t kind;
+} op_desc_t;
+
+typedef struct options {
+    size_t min_bytes, max_bytes;
+    int colls[NCOLL];
+    const dtype_desc_t *dtype;
+    const op_desc_t *op;
+    int in_place;
+    int rounds;
+    double target_seconds;      /* per measurement */
+    const char *csv;
+    const char *rules;          /* --write-rules FILE */
+} options_t;
+
+typedef struct point {
+    int coll;
+    size_t bytes;               /* S */
+    size_t count;               /* the count argument of the call */
+    int iters;
+} point_t;
+
+typedef struct buffers {
+    void *send;
+    void *recv;
+} buffers_t;
+
+extern int rank, nprocs;
+extern MPI_Comm stock_comm, ringx_comm;
+
+/* The sizes of the sweep, for coll: the first point, then the next one
+ * (0 when there is none). */
+point_t first_point(const options_t *o, int coll);
+int next_point(const options_t *o, point_t *pt);
+
+void fill_input(const options_t *o, const point_t *pt, buffers_t *b);
+int check_output(const options_t *o, const point_t *pt, const buffers_t *b);
+double time_calls(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm comm,
+                  int iters);
+int all_true(int ok);
+int choose_iters(const options_t *o, const point_t *pt, buffers_t *b);
+const char *human(size_t bytes, char *buf, size_t len);
+
+/* Writes an integer (or enumeration) control variable, returning the old
+ * value in *old if old is not NULL; 0 or -1. */
+int cvar_write_int(const char *name, int value, int *old);
+
+/* The value of item in the enumeration of control variable name, or -1. */
+int cvar_enum_value(const char *name, const char *item);
+
+/* --write-rules: measures every ringx algorithm; returns failures. */
+int tune(const options_t *o, buffers_t *b);
+
+#endif /* RINGX_BENCH_H */
