@@ -87,6 +87,9 @@ typedef enum ringx_comm_state {
     RINGX_COMM_NO_TRANSPORT   /* some rank has no UCX: fallback for good */
 } ringx_comm_state_t;
 
+/* Handshake receives a module may keep waiting for their message. */
+#define RINGX_MAX_PARKED 32
+
 /* A grow-only scratch buffer kept by the module between calls. */
 typedef struct ringx_scratch {
     void *ptr;
@@ -112,9 +115,11 @@ typedef struct mca_coll_ringx_module_t {
     ringx_comm_state_t state;
     int rank;
     int size;
-    uint32_t comm_id;                     /* agreed by all members */
+    uint32_t comm_id;                     /* Open MPI's context id: same on all members */
     uint32_t seq;                         /* ringx calls served so far */
     ringx_peer_t **peers;                 /* by rank; NULL for self */
+    ringx_req_t parked[RINGX_MAX_PARKED]; /* handshake receives not yet matched */
+    int nparked;
 
     ringx_scratch_t segments;             /* pipeline receive slots */
     ringx_scratch_t blocks;               /* reduce_scatter_block partial results */
@@ -131,6 +136,15 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
 int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
 
 void *ringx_scratch_get(ringx_scratch_t *s, size_t size);
+
+/*
+ * Keeps a handshake receive that is no longer needed but not yet matched.
+ * It must not outlive the communicator: Open MPI gives a later
+ * communicator the same context id, and a stale receive would take that
+ * one's messages.  So the module keeps it, reaps it once it completes,
+ * and waits for what is left when the communicator goes away.
+ */
+void ringx_module_park(mca_coll_ringx_module_t *m, ringx_req_t *req);
 
 /* ---------------------------------------------------------------- fill */
 

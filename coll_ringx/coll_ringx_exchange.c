@@ -218,7 +218,7 @@ static int handshake(exchange_t *x)
         x->nsends = 0;
     }
     for (int i = 0; i < nto; i++) {
-        ringx_ucx_release(&fin_recvs[i]);
+        ringx_module_park(x->m, &fin_recvs[i]);
     }
     for (int i = 0; i < nfrom; i++) {
         int r = rc == OMPI_SUCCESS ? wait_req(x, &fin_sends[i]) : rc;

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ompi/runtime/mpiruntime.h"
 
@@ -30,6 +31,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->rank = m->size = 0;
     m->comm_id = m->seq = 0;
     m->peers = NULL;
+    m->nparked = 0;
     memset(&m->segments, 0, sizeof(m->segments));
     memset(&m->blocks, 0, sizeof(m->blocks));
 }
@@ -43,8 +45,11 @@ static void module_construct(mca_coll_ringx_module_t *m)
         }                                                  \
     } while (0)
 
+static void drain_parked(mca_coll_ringx_module_t *m);
+
 static void release_state(mca_coll_ringx_module_t *m)
 {
+    drain_parked(m);
     RELEASE_PREV(m, allreduce);
     RELEASE_PREV(m, allgather);
     RELEASE_PREV(m, reduce_scatter_block);
@@ -100,6 +105,9 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     }
     m->rank = ompi_comm_rank(comm);
     m->size = ompi_comm_size(comm);
+    /* Open MPI 4 gives a communicator the same context id on every member
+     * and never two live communicators of a process the same one. */
+    m->comm_id = ompi_comm_get_cid(comm);
     RINGX_LOG(2, "enabled on %s (%d ranks)", comm->c_name, m->size);
     return OMPI_SUCCESS;
 }
@@ -165,33 +173,27 @@ void *ringx_scratch_get(ringx_scratch_t *s, size_t size)
 
 /* ------------------------------------------------------------- connect */
 
-/* Per process: the next communicator id this process could use.  Members
- * of a new communicator take the largest of their proposals, so an id is
- * never used twice by any one process while its communicator is alive. */
-static uint32_t next_comm_id = 1;
-
 typedef struct connect_header {
     uint64_t key;
     uint64_t address_len;
 } connect_header_t;
 
+/* Whether every member has UCX, and the longest worker address. */
 static int agree(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
-                 int *any_without_ucx, size_t *max_address_len, uint32_t *id)
+                 int *any_without_ucx, size_t *max_address_len)
 {
     size_t len = 0;
-    int local[3], global[3], rc;
+    int local[2], global[2], rc;
 
     (void)ringx_ucx_local_address(&len);
     local[0] = !ringx_ucx_ready();
     local[1] = (int)len;
-    local[2] = (int)__atomic_load_n(&next_comm_id, __ATOMIC_RELAXED);
-    rc = m->prev_allreduce(local, global, 3, MPI_INT, MPI_MAX, comm, m->prev_allreduce_module);
+    rc = m->prev_allreduce(local, global, 2, MPI_INT, MPI_MAX, comm, m->prev_allreduce_module);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
     *any_without_ucx = global[0];
     *max_address_len = (size_t)global[1];
-    *id = (uint32_t)global[2];
     return OMPI_SUCCESS;
 }
 
@@ -234,33 +236,80 @@ int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t 
 {
     int any_without_ucx, rc;
     size_t max_address_len;
-    uint32_t id;
 
-    rc = agree(m, comm, &any_without_ucx, &max_address_len, &id);
+    rc = agree(m, comm, &any_without_ucx, &max_address_len);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    if (any_without_ucx || id > RINGX_TAG_ID_MAX) {
+    if (any_without_ucx || m->comm_id > RINGX_TAG_ID_MAX) {
         m->state = RINGX_COMM_NO_TRANSPORT;
         RINGX_LOG(1, "%s: %s; the previous component serves this communicator", comm->c_name,
                   any_without_ucx ? "UCX is unavailable on some rank"
-                                  : "communicator ids exhausted");
+                                  : "its context id does not fit ringx's message tags");
         return OMPI_SUCCESS;
     }
-    __atomic_store_n(&next_comm_id, id + 1, __ATOMIC_RELAXED);
     rc = learn_peers(m, comm, max_address_len);
     if (rc != OMPI_SUCCESS) {
         free(m->peers);
         m->peers = NULL;
         return rc;
     }
-    m->comm_id = id;
     m->state = RINGX_COMM_READY;
     /* Read here, not at open: Open MPI sets mpi_yield_when_idle after it
      * has selected the collectives of MPI_COMM_WORLD. */
     ringx_ucx_set_yield(mca_coll_ringx_should_yield());
-    RINGX_LOG(2, "%s connected: id %u, %d ranks", comm->c_name, (unsigned)id, m->size);
+    RINGX_LOG(2, "%s connected: id %u, %d ranks", comm->c_name, (unsigned)m->comm_id, m->size);
     return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------ parked receives */
+
+void ringx_module_park(mca_coll_ringx_module_t *m, ringx_req_t *req)
+{
+    int kept = 0;
+
+    if (*req == NULL) {
+        return;
+    }
+    for (int i = 0; i < m->nparked; i++) {
+        if (ringx_ucx_test(&m->parked[i]) == 0) {
+            m->parked[kept++] = m->parked[i];
+        }
+    }
+    m->nparked = kept;
+    if (m->nparked == RINGX_MAX_PARKED) {
+        (void)ringx_ucx_wait(&m->parked[0]);
+        memmove(m->parked, m->parked + 1, sizeof(m->parked[0]) * (size_t)--m->nparked);
+    }
+    m->parked[m->nparked++] = *req;
+    *req = NULL;
+}
+
+/* Their messages were sent before the peers left the calls that owed
+ * them, so they arrive promptly; the time bound only keeps a vanished
+ * peer from hanging MPI_Comm_free. */
+static void drain_parked(mca_coll_ringx_module_t *m)
+{
+    struct timespec start, now;
+    unsigned idle = 0;
+    int pending = m->nparked;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (pending) {
+        pending = 0;
+        for (int i = 0; i < m->nparked; i++) {
+            pending += ringx_ucx_test(&m->parked[i]) == 0;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (pending && now.tv_sec - start.tv_sec > 1) {
+            break;
+        }
+        ringx_ucx_progress(&idle);
+    }
+    for (int i = 0; i < m->nparked; i++) {
+        ringx_ucx_release(&m->parked[i]);
+    }
+    m->nparked = 0;
 }
 
 /* ------------------------------------------------------------ admission */

@@ -218,7 +218,7 @@ static int finish(ring_walk_t *w)
     int complete = rc == OMPI_SUCCESS ? sends_complete(w) : rc;
 
     if (complete == 1) {
-        ringx_ucx_release(&w->fin_recv);
+        ringx_module_park(w->m, &w->fin_recv);
     } else if (complete == 0) {
         rc = wait_req(w, &w->fin_recv);
         for (size_t i = 0; i < 2 * w->max_segs; i++) {
