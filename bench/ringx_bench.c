@@ -8,12 +8,20 @@
  * follow nccl-tests: algbw = S / t; busbw = algbw * 2(p-1)/p for
  * allreduce and algbw * (p-1)/p for allgather and reduce_scatter_block,
  * S being the full (gathered or reduced) buffer.
+ *
+ * With --mem cuda the buffers are device memory.  ringx takes them as
+ * they are; the stock side does what users of an MPI that is not
+ * CUDA-aware do: copy the input to host memory, call the collective, copy
+ * the result back, all inside the timed region.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ringx_bench.h"
+
+#include <mpi-ext.h>    /* MPIX_Query_cuda_support, where Open MPI has it */
 #include "ringx_pvars.h"
+#include "ringx_test_device.h"
 
 const char *const coll_names[NCOLL] = { "allreduce", "allgather", "reduce_scatter_block" };
 
@@ -120,7 +128,7 @@ static int parse_colls(char *list, options_t *o)
 /* Returns 0, or an error message. */
 static const char *parse_options(int argc, char **argv, options_t *o)
 {
-    *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 3, 0.05, NULL, NULL };
+    *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 3, 0.05, NULL, NULL, 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -136,9 +144,10 @@ static const char *parse_options(int argc, char **argv, options_t *o)
         } else if (!strcmp(a, "-o") || !strcmp(a, "--op")) {
             if (v && lookup_op(v, o)) return "unknown op";
         } else if (!strcmp(a, "-m") || !strcmp(a, "--mem")) {
-            if (v && strcmp(v, "host") != 0) {
-                return "--mem cuda: this build of ringx has no GPU support (host memory only)";
+            if (v && strcmp(v, "host") != 0 && strcmp(v, "cuda") != 0) {
+                return "--mem: host or cuda";
             }
+            o->device = v && !strcmp(v, "cuda");
         } else if (!strcmp(a, "-r") || !strcmp(a, "--rounds")) {
             if (v) o->rounds = atoi(v) > 0 ? atoi(v) : 1;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--time")) {
@@ -239,7 +248,7 @@ void fill_input(const options_t *o, const point_t *pt, buffers_t *b)
 {
     const dtype_desc_t *t = o->dtype;
     size_t n = pt->coll == COLL_RSB ? pt->count * (size_t)nprocs : pt->count;
-    void *dst = o->in_place ? b->recv : b->send;
+    void *dst = o->in_place ? b->host_recv : b->host_send;
     size_t first = 0;
 
     if (pt->coll == COLL_ALLGATHER && o->in_place) {
@@ -248,15 +257,38 @@ void fill_input(const options_t *o, const point_t *pt, buffers_t *b)
     for (size_t i = 0; i < n; i++) {
         store(t, dst, first + i, input_value(o, rank, i));
     }
+    if (o->device) {
+        rx_device_put((char *)(o->in_place ? b->recv : b->send) + first * t->size,
+                      (char *)dst + first * t->size, n * t->size);
+    }
+}
+
+/* Bytes the collective reads (input) and writes (output) at this point. */
+static size_t input_bytes(const options_t *o, const point_t *pt)
+{
+    size_t block = pt->count * o->dtype->size;
+    return pt->coll == COLL_ALLREDUCE ? block
+           : pt->coll == COLL_RSB || o->in_place ? block * (size_t)nprocs : block;
+}
+
+static size_t output_bytes(const options_t *o, const point_t *pt)
+{
+    size_t block = pt->count * o->dtype->size;
+    return pt->coll == COLL_ALLGATHER ? block * (size_t)nprocs : block;
 }
 
 int check_output(const options_t *o, const point_t *pt, const buffers_t *b)
 {
     const dtype_desc_t *t = o->dtype;
+    const void *recv = b->host_recv;
+
+    if (o->device) {
+        rx_device_get(b->host_recv, b->recv, output_bytes(o, pt));
+    }
     if (pt->coll == COLL_ALLGATHER) {
         for (int r = 0; r < nprocs; r++) {
             for (size_t i = 0; i < pt->count; i++) {
-                if (!element_equals(t, b->recv, (size_t)r * pt->count + i,
+                if (!element_equals(t, recv, (size_t)r * pt->count + i,
                                     input_value(o, r, i))) {
                     return 0;
                 }
@@ -266,26 +298,54 @@ int check_output(const options_t *o, const point_t *pt, const buffers_t *b)
     }
     size_t first = pt->coll == COLL_RSB ? (size_t)rank * pt->count : 0;
     for (size_t i = 0; i < pt->count; i++) {
-        if (!element_equals(t, b->recv, i, reduced_value(o, first + i))) {
+        if (!element_equals(t, recv, i, reduced_value(o, first + i))) {
             return 0;
         }
     }
     return 1;
 }
 
-static int call(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm comm)
+static int call_on(const options_t *o, const point_t *pt, void *send, void *recv,
+                   MPI_Comm comm)
 {
-    const void *s = o->in_place ? MPI_IN_PLACE : b->send;
+    const void *s = o->in_place ? MPI_IN_PLACE : send;
     MPI_Datatype t = o->dtype->type;
     int n = (int)pt->count;
     switch (pt->coll) {
     case COLL_ALLREDUCE:
-        return MPI_Allreduce(s, b->recv, n, t, o->op->op, comm);
+        return MPI_Allreduce(s, recv, n, t, o->op->op, comm);
     case COLL_ALLGATHER:
-        return MPI_Allgather(s, n, t, b->recv, n, t, comm);
+        return MPI_Allgather(s, n, t, recv, n, t, comm);
     default:
-        return MPI_Reduce_scatter_block(s, b->recv, n, t, o->op->op, comm);
+        return MPI_Reduce_scatter_block(s, recv, n, t, o->op->op, comm);
     }
+}
+
+/* The user's own staging around a collective of an MPI that is not
+ * CUDA-aware. */
+static int call_staged(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm comm)
+{
+    void *in = o->in_place ? b->recv : b->send;
+    void *host_in = o->in_place ? b->host_recv : b->host_send;
+    int rc;
+
+    rx_device_get(host_in, in, input_bytes(o, pt));
+    rc = call_on(o, pt, b->host_send, b->host_recv, comm);
+    rx_device_put(b->recv, b->host_recv, output_bytes(o, pt));
+    return rc;
+}
+
+static int call(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm comm)
+{
+    return comm == stock_comm && b->stock_stages ? call_staged(o, pt, b, comm)
+                                                 : call_on(o, pt, b->send, b->recv, comm);
+}
+
+const char *memory_label(const options_t *o, const buffers_t *b)
+{
+    return !o->device        ? "host memory"
+           : b->stock_stages ? "device memory (stock side: copy to host, collective, copy back)"
+                             : "device memory (stock side: CUDA-aware MPI)";
 }
 
 /* --------------------------------------------------------------- timing */
@@ -416,10 +476,11 @@ static double bus_factor(int coll)
     return coll == COLL_ALLREDUCE ? 2 * (p - 1) / p : (p - 1) / p;
 }
 
-static void print_header(const options_t *o)
+static void print_header(const options_t *o, const buffers_t *b)
 {
-    printf("# ringx vs stock Open MPI collectives: np=%d, %s %s, host memory, %s\n", nprocs,
-           o->dtype->name, o->op->name, o->in_place ? "in place" : "out of place");
+    printf("# ringx vs stock Open MPI collectives: np=%d, %s %s, %s, %s\n", nprocs,
+           o->dtype->name, o->op->name, memory_label(o, b),
+           o->in_place ? "in place" : "out of place");
     printf("# time per call = best of %d interleaved rounds (each the mean of N calls, max "
            "over ranks); busbw as in nccl-tests; ratio = ringx busbw / stock busbw\n",
            o->rounds);
@@ -445,7 +506,7 @@ static void report(const options_t *o, const point_t *pt, const side_result_t *r
     if (csv) {
         fprintf(csv, "%s,%zu,%zu,%d,%s,%s,%s,%d,%.3f,%.6f,%.6f,%s,%.3f,%.6f,%.6f,%.4f,%s\n",
                 coll_names[pt->coll], pt->bytes, pt->count, nprocs, o->dtype->name,
-                o->op->name, "host", o->in_place, rx->seconds * 1e6, rx_alg, rx_alg * f,
+                o->op->name, o->device ? "cuda" : "host", o->in_place, rx->seconds * 1e6, rx_alg, rx_alg * f,
                 rx->alg, stock->seconds * 1e6, st_alg, st_alg * f,
                 stock->seconds / rx->seconds, check);
         fflush(csv);
@@ -583,6 +644,54 @@ static const char *make_communicators(void)
     return NULL;
 }
 
+static int cuda_aware_mpi(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+    return MPIX_Query_cuda_support();
+#else
+    return 0;
+#endif
+}
+
+/* Host buffers, and device ones for --mem cuda; -1 (with "SKIP: ...") if
+ * some rank has no device. */
+static int open_buffers(const options_t *o, buffers_t *b, size_t bytes)
+{
+    const char *why = "";
+    int mine = 1, all = 1;
+    MPI_Comm node;
+    int local_rank;
+
+    *b = (buffers_t){ NULL, NULL, malloc(bytes), malloc(bytes), 0 };
+    if (o->device) {
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_rank(node, &local_rank);
+        MPI_Comm_free(&node);
+        mine = rx_device_open(local_rank, &why);
+        MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    }
+    if (!all) {
+        if (rank == 0) {
+            printf("SKIP: %s\n", mine ? "no CUDA device on some rank" : why);
+        }
+        return -1;
+    }
+    b->send = o->device ? rx_device_copy_of(NULL, bytes) : b->host_send;
+    b->recv = o->device ? rx_device_copy_of(NULL, bytes) : b->host_recv;
+    b->stock_stages = o->device && !cuda_aware_mpi();
+    return 0;
+}
+
+static void close_buffers(const options_t *o, buffers_t *b)
+{
+    if (o->device) {
+        rx_device_free(b->send);
+        rx_device_free(b->recv);
+    }
+    free(b->host_send);
+    free(b->host_recv);
+}
+
 int main(int argc, char **argv)
 {
     options_t o;
@@ -610,8 +719,10 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t max_buf = o.max_bytes + o.dtype->size * (size_t)nprocs;
-    b.send = malloc(max_buf);
-    b.recv = malloc(max_buf);
+    if (open_buffers(&o, &b, max_buf) != 0) {
+        MPI_Finalize();
+        return 77;      /* SKIP: no device */
+    }
     if (rank == 0) {
         if (o.csv && !(csv = fopen(o.csv, "w"))) {
             perror(o.csv);
@@ -621,7 +732,7 @@ int main(int argc, char **argv)
                          "ringx_algbw_GBs,ringx_busbw_GBs,ringx_algorithm,stock_us,"
                          "stock_algbw_GBs,stock_busbw_GBs,ratio,check\n");
         }
-        print_header(&o);
+        print_header(&o, &b);
     }
     failures = o.rules ? tune(&o, &b) : sweep(&o, &b, csv);
     if (rank == 0) {
@@ -632,8 +743,7 @@ int main(int argc, char **argv)
             fclose(csv);
         }
     }
-    free(b.send);
-    free(b.recv);
+    close_buffers(&o, &b);
     MPI_Comm_free(&ringx_comm);
     MPI_Comm_free(&stock_comm);
     ringx_pvars_close();

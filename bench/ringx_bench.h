@@ -38,6 +38,7 @@ typedef struct options {
     double target_seconds;      /* per measurement */
     const char *csv;
     const char *rules;          /* --write-rules FILE */
+    int device;                 /* --mem cuda */
 } options_t;
 
 typedef struct point {
@@ -47,10 +48,20 @@ typedef struct point {
     int iters;
 } point_t;
 
+/* The buffers given to the collectives (device memory with --mem cuda)
+ * and host buffers of the same size, where inputs are made and results
+ * checked, and through which the stock side stages device data when the
+ * MPI is not CUDA-aware. */
 typedef struct buffers {
     void *send;
     void *recv;
+    void *host_send;
+    void *host_recv;
+    int stock_stages;           /* stock side: copy to host, collective, copy back */
 } buffers_t;
+
+/* "host memory" or "device memory (stock side: ...)" for headers. */
+const char *memory_label(const options_t *o, const buffers_t *b);
 
 extern int rank, nprocs;
 extern MPI_Comm stock_comm, ringx_comm;

@@ -157,8 +157,8 @@ static int write_rules(const options_t *o, const tuned_t *t)
     }
     copy_kept_lines(o->rules, o, out);
     strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M", localtime(&now));
-    fprintf(out, "# ringx_bench --write-rules, np=%d, %s %s, host memory, %s\n", nprocs,
-            o->dtype->name, o->op->name, stamp);
+    fprintf(out, "# ringx_bench --write-rules, np=%d, %s %s, %s memory, %s\n", nprocs,
+            o->dtype->name, o->op->name, o->device ? "device" : "host", stamp);
     for (int c = 0; c < NCOLL; c++) {
         if (o->colls[c]) {
             format_rules(c, &t[c], out);
@@ -180,9 +180,9 @@ int tune(const options_t *o, buffers_t *b)
     int failures = 0;
 
     if (rank == 0) {
-        printf("# ringx algorithms timed one by one: np=%d, %s %s, host memory; us per call, "
+        printf("# ringx algorithms timed one by one: np=%d, %s %s, %s memory; us per call, "
                "best of %d rounds (each the mean of N calls, max over ranks)\n",
-               nprocs, o->dtype->name, o->op->name, o->rounds);
+               nprocs, o->dtype->name, o->op->name, o->device ? "device" : "host", o->rounds);
     }
     for (int c = 0; c < NCOLL; c++) {
         point_t pt = first_point(o, c);

@@ -18,6 +18,7 @@
 #include "ringx_ops.h"
 #include "coll_ringx_decision.h"
 #include "coll_ringx_ucx.h"
+#include "coll_ringx_mem.h"
 
 #if OMPI_MAJOR_VERSION != 4
 #error "ringx implements the Open MPI 4.x coll interface (mca_coll_base_module_2_3_0_t)"
@@ -46,6 +47,9 @@ typedef struct mca_coll_ringx_component_t {
     size_t segment_size;
     int pipeline_depth;
     int yield;                            /* -1 auto, 0 never, 1 always */
+    bool gpu_force_staging;               /* stage device buffers even with CUDA-aware UCX */
+    int gpu_bounce_buffers;               /* send bounce buffers per staged call */
+    bool stage_host_buffers;              /* testing: stage host buffers too */
     char *fill;                           /* components that fill empty slots */
 
     int output;                           /* opal_output stream for verbose logs */
@@ -69,6 +73,8 @@ typedef struct ringx_counters {
     unsigned long long calls[RINGX_COLL_COUNT][RINGX_ALG_COUNT];
     unsigned long long bytes_sent[RINGX_COLL_COUNT];
     unsigned long long fallbacks[RINGX_COLL_COUNT][RINGX_FALLBACK_COUNT];
+    unsigned long long on_device[RINGX_COLL_COUNT];   /* calls on device memory */
+    unsigned long long staged[RINGX_COLL_COUNT];      /* calls through bounce buffers */
 } ringx_counters_t;
 
 extern ringx_counters_t mca_coll_ringx_counters;
@@ -123,6 +129,8 @@ typedef struct mca_coll_ringx_module_t {
 
     ringx_scratch_t segments;             /* pipeline receive slots */
     ringx_scratch_t blocks;               /* reduce_scatter_block partial results */
+    ringx_scratch_t bounce;               /* staging of host buffers (testing) */
+    void *gpu;                            /* the CUDA backend's state (coll_ringx_cuda.c) */
 } mca_coll_ringx_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ringx_module_t);
@@ -222,6 +230,7 @@ typedef struct ringx_ring_recv_target {
 
 struct ringx_ring {
     mca_coll_ringx_module_t *module;
+    ringx_mem_t *mem;
     int nsteps;
     int reduce_steps;
     int shift;
@@ -261,6 +270,7 @@ typedef struct ringx_xstep {
 
 typedef struct ringx_xsched {
     mca_coll_ringx_module_t *module;
+    ringx_mem_t *mem;
     ringx_reduction_t red;
     size_t elem_size;
     size_t total_bytes;        /* the call's whole buffer: same on every rank */
@@ -271,8 +281,8 @@ typedef struct ringx_xsched {
 
 /* Starts an empty schedule (only the header is set: the step array is
  * large and filled step by step). */
-void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_reduction_t red,
-                       size_t elem_size, size_t total_bytes);
+void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                       ringx_reduction_t red, size_t elem_size, size_t total_bytes);
 
 /* Appends a step that only sends, only receives, or both. */
 void ringx_xsched_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);

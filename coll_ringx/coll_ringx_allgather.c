@@ -12,8 +12,6 @@
  */
 #include "coll_ringx.h"
 
-#include <string.h>
-
 typedef struct allgather_buffers {
     const char *own;        /* this rank's contribution */
     char *result;
@@ -32,12 +30,13 @@ static void allgather_recv_block(const ringx_ring_t *ring, int step, int block,
     target->direct = b->result + ringx_block_bytes_offset(ring, block);
 }
 
-static int allgather_ring(mca_coll_ringx_module_t *m, const char *own, char *result,
-                          size_t block_count, size_t elem_size)
+static int allgather_ring(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *own,
+                          char *result, size_t block_count, size_t elem_size)
 {
     allgather_buffers_t bufs = { own, result };
     ringx_ring_t ring = {
         .module = m,
+        .mem = mem,
         .nsteps = m->size - 1,
         .reduce_steps = 0,
         .shift = 0,
@@ -48,11 +47,11 @@ static int allgather_ring(mca_coll_ringx_module_t *m, const char *own, char *res
         .recv_block = allgather_recv_block,
     };
     char *own_block = result + ringx_block_bytes_offset(&ring, m->rank);
+    int rc = ringx_mem_copy(mem, own_block, own, block_count * elem_size);
 
-    if (own != own_block) {
-        memcpy(own_block, own, block_count * elem_size);
+    if (rc == OMPI_SUCCESS) {
+        rc = ringx_ring_run(&ring);
     }
-    int rc = ringx_ring_run(&ring);
     ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER], ring.bytes_sent);
     return rc;
 }
@@ -79,35 +78,38 @@ static void bruck_steps(ringx_xsched_t *s, char *gathered, size_t block_bytes)
     }
 }
 
-static int allgather_log(mca_coll_ringx_module_t *m, ringx_alg_t alg, const char *own,
-                         char *result, size_t block_bytes, size_t elem_size)
+static int allgather_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg_t alg,
+                         const char *own, char *result, size_t block_bytes, size_t elem_size)
 {
     ringx_xsched_t s;
     size_t total = block_bytes * (size_t)m->size;
     ringx_reduction_t none = { RINGX_TYPE_BYTE, RINGX_OP_BOR };     /* nothing is reduced */
     char *own_block = result + (size_t)m->rank * block_bytes;
     /* Bruck gathers rank, rank+1, .. from the start of a scratch buffer. */
-    char *gathered = alg == RINGX_ALG_BRUCK ? ringx_scratch_get(&m->blocks, total + 1) : result;
+    char *gathered = alg == RINGX_ALG_BRUCK
+                         ? ringx_mem_scratch(mem, RINGX_SCRATCH_BLOCKS, total + 1) : result;
     int rc;
 
     if (gathered == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    ringx_xsched_init(&s, m, none, elem_size, total);
+    ringx_xsched_init(&s, m, mem, none, elem_size, total);
     if (alg == RINGX_ALG_BRUCK) {
-        memcpy(gathered, own, block_bytes);
+        rc = ringx_mem_copy(mem, gathered, own, block_bytes);
         bruck_steps(&s, gathered, block_bytes);
     } else {
-        if (own != own_block) {
-            memcpy(own_block, own, block_bytes);
-        }
+        rc = ringx_mem_copy(mem, own_block, own, block_bytes);
         recursive_doubling_steps(&s, result, block_bytes);
     }
-    rc = ringx_xsched_run(&s);
+    if (rc == OMPI_SUCCESS) {
+        rc = ringx_xsched_run(&s);
+    }
     if (rc == OMPI_SUCCESS && alg == RINGX_ALG_BRUCK) {
         size_t head = total - (size_t)m->rank * block_bytes;
-        memcpy(own_block, gathered, head);
-        memcpy(result, gathered + head, total - head);
+        rc = ringx_mem_copy(mem, own_block, gathered, head);
+        if (rc == OMPI_SUCCESS) {
+            rc = ringx_mem_copy(mem, result, gathered + head, total - head);
+        }
     }
     ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER], s.bytes_sent);
     return rc;
@@ -137,9 +139,14 @@ int mca_coll_ringx_allgather(const void *sbuf, int scount, struct ompi_datatype_
     mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
     ptrdiff_t s_lb, r_lb;
     size_t r_elem = 0;
+    ringx_mem_t mem = { 0 };
     int rc;
     int buffers = allgather_classify(sbuf, scount, sdtype, rcount, rdtype, &s_lb, &r_lb,
                                      &r_elem);
+
+    if (buffers == RINGX_SERVE) {
+        buffers = ringx_mem_classify(&mem, sbuf, rbuf, 1);
+    }
 
     if (ringx_admit(m, comm, RINGX_COLL_ALLGATHER, buffers, &rc) != RINGX_SERVE) {
         return rc != OMPI_SUCCESS ? rc
@@ -151,6 +158,11 @@ int mca_coll_ringx_allgather(const void *sbuf, int scount, struct ompi_datatype_
     const char *own = sbuf == MPI_IN_PLACE ? result + (size_t)m->rank * block_bytes
                                            : (const char *)sbuf + s_lb;
     ringx_alg_t alg = ringx_choose(m, RINGX_COLL_ALLGATHER, block_bytes * (size_t)m->size);
-    return alg == RINGX_ALG_RING ? allgather_ring(m, own, result, (size_t)rcount, r_elem)
-                                 : allgather_log(m, alg, own, result, block_bytes, r_elem);
+    rc = ringx_mem_start(&mem, m, RINGX_COLL_ALLGATHER);
+    if (rc == OMPI_SUCCESS) {
+        rc = alg == RINGX_ALG_RING
+                 ? allgather_ring(m, &mem, own, result, (size_t)rcount, r_elem)
+                 : allgather_log(m, &mem, alg, own, result, block_bytes, r_elem);
+    }
+    return ringx_mem_finish(&mem, rc);
 }

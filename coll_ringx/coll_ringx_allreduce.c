@@ -49,12 +49,13 @@ static void allreduce_recv_block(const ringx_ring_t *ring, int step, int block,
     }
 }
 
-static int allreduce_ring(mca_coll_ringx_module_t *m, const void *sbuf, void *rbuf,
-                          size_t count, ringx_reduction_t red)
+static int allreduce_ring(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
+                          void *rbuf, size_t count, ringx_reduction_t red)
 {
     allreduce_buffers_t bufs = { sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf };
     ringx_ring_t ring = {
         .module = m,
+        .mem = mem,
         .nsteps = 2 * (m->size - 1),
         .reduce_steps = m->size - 1,
         .shift = 0,
@@ -180,13 +181,13 @@ static void rabenseifner_steps(ringx_xsched_t *s, const char *input, char *resul
     fold_out(s, rank, result, bytes);
 }
 
-static int allreduce_log(mca_coll_ringx_module_t *m, ringx_alg_t alg, const void *sbuf,
-                         void *rbuf, size_t count, ringx_reduction_t red)
+static int allreduce_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg_t alg,
+                         const void *sbuf, void *rbuf, size_t count, ringx_reduction_t red)
 {
     ringx_xsched_t s;
     const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
 
-    ringx_xsched_init(&s, m, red, ringx_type_size(red.type), count * ringx_type_size(red.type));
+    ringx_xsched_init(&s, m, mem, red, ringx_type_size(red.type), count * ringx_type_size(red.type));
     if (alg == RINGX_ALG_RECURSIVE_DOUBLING) {
         recursive_doubling_steps(&s, input, rbuf, s.total_bytes);
     } else {
@@ -204,9 +205,13 @@ int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
 {
     mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
     ringx_reduction_t red;
+    ringx_mem_t mem = { 0 };
     int rc;
     int buffers = ringx_classify_reduction(dtype, op, &red);
 
+    if (buffers == RINGX_SERVE) {
+        buffers = ringx_mem_classify(&mem, sbuf, rbuf, ringx_type_align(red.type));
+    }
     if (ringx_admit(m, comm, RINGX_COLL_ALLREDUCE, buffers, &rc) != RINGX_SERVE) {
         return rc != OMPI_SUCCESS ? rc
                                   : m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
@@ -214,6 +219,10 @@ int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
     }
     ringx_alg_t alg = ringx_choose(m, RINGX_COLL_ALLREDUCE,
                                    (size_t)count * ringx_type_size(red.type));
-    return alg == RINGX_ALG_RING ? allreduce_ring(m, sbuf, rbuf, (size_t)count, red)
-                                 : allreduce_log(m, alg, sbuf, rbuf, (size_t)count, red);
+    rc = ringx_mem_start(&mem, m, RINGX_COLL_ALLREDUCE);
+    if (rc == OMPI_SUCCESS) {
+        rc = alg == RINGX_ALG_RING ? allreduce_ring(m, &mem, sbuf, rbuf, (size_t)count, red)
+                                   : allreduce_log(m, &mem, alg, sbuf, rbuf, (size_t)count, red);
+    }
+    return ringx_mem_finish(&mem, rc);
 }

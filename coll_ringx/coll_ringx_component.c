@@ -19,6 +19,10 @@
 #define RINGX_DEFAULT_PRIORITY 90
 #define RINGX_DEFAULT_SEGMENT_SIZE (512 * 1024)
 #define RINGX_DEFAULT_PIPELINE_DEPTH 4
+/* Send-side bounce buffers per staged call: enough to keep copies out,
+ * transfers and the receiver's copies in of a few segments in flight. */
+#define RINGX_DEFAULT_BOUNCE_BUFFERS 4
+#define RINGX_MAX_BOUNCE_BUFFERS 64
 /* The stock components that serve the other collectives under the default
  * selection: self (MPI_COMM_SELF), inter (intercommunicators), tuned and
  * basic (blocking), libnbc (nonblocking and persistent). */
@@ -48,6 +52,7 @@ mca_coll_ringx_component_t mca_coll_ringx_component = {
     .segment_size = RINGX_DEFAULT_SEGMENT_SIZE,
     .pipeline_depth = RINGX_DEFAULT_PIPELINE_DEPTH,
     .yield = -1,
+    .gpu_bounce_buffers = RINGX_DEFAULT_BOUNCE_BUFFERS,
     .output = -1,
 };
 
@@ -181,6 +186,22 @@ static int ringx_register(void)
     if (yield_enum != NULL) {
         OBJ_RELEASE(yield_enum);
     }
+    register_var("gpu_force_staging",
+                 "Stage device buffers through pinned host bounce buffers even when UCX "
+                 "can move CUDA memory itself",
+                 MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_LOCAL,
+                 &c->gpu_force_staging);
+    register_var("gpu_bounce_buffers",
+                 "Pinned host bounce buffers (of coll_ringx_segment_size bytes each) for the "
+                 "sends of a staged call, 1 to 64; its receives get coll_ringx_pipeline_depth "
+                 "more",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
+                 &c->gpu_bounce_buffers);
+    register_var("stage_host_buffers",
+                 "Testing: send host buffers through the staging pipeline too (bounce "
+                 "buffers, host copies), to exercise it on machines without a GPU",
+                 MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+                 &c->stage_host_buffers);
     c->fill = RINGX_DEFAULT_FILL;
     register_var("fill",
                  "Open MPI coll components that ringx loads to serve the collective slots "
@@ -230,6 +251,9 @@ static int ringx_open(void)
     }
     if (c->pipeline_depth < 1 || c->pipeline_depth > RINGX_MAX_PIPELINE_DEPTH) {
         c->pipeline_depth = c->pipeline_depth < 1 ? 1 : RINGX_MAX_PIPELINE_DEPTH;
+    }
+    if (c->gpu_bounce_buffers < 1 || c->gpu_bounce_buffers > RINGX_MAX_BOUNCE_BUFFERS) {
+        c->gpu_bounce_buffers = c->gpu_bounce_buffers < 1 ? 1 : RINGX_MAX_BOUNCE_BUFFERS;
     }
     return OMPI_SUCCESS;
 }

@@ -16,10 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ringx_host_reduce.h"
-
 typedef struct pending_send {
-    ringx_req_t req;
+    ringx_xfer_t req;
     const char *buf;
     size_t len;
 } pending_send_t;
@@ -27,11 +25,12 @@ typedef struct pending_send {
 typedef struct exchange {
     ringx_xsched_t *s;
     mca_coll_ringx_module_t *m;
+    ringx_mem_t *mem;
     size_t seg_bytes;
     uint32_t seq;
     int depth;
     char *slots;                /* [depth] scratch segments */
-    ringx_req_t recv_req[RINGX_MAX_PIPELINE_DEPTH];
+    ringx_xfer_t recv_req[RINGX_MAX_PIPELINE_DEPTH];
     pending_send_t *sends;      /* inline_sends until more are needed */
     size_t nsends, cap_sends;
     pending_send_t inline_sends[16];
@@ -48,11 +47,11 @@ static int overlaps(const char *a, size_t alen, const char *b, size_t blen)
     return alen && blen && a < b + blen && b < a + alen;
 }
 
-static int wait_req(exchange_t *x, ringx_req_t *req)
+static int wait_req(exchange_t *x, ringx_xfer_t *req)
 {
     int rc;
-    while ((rc = ringx_ucx_test(req)) == 0) {
-        ringx_ucx_progress(&x->idle);
+    while ((rc = ringx_xfer_test(x->mem, req)) == 0) {
+        ringx_mem_progress(x->mem, &x->idle);
     }
     return rc < 0 ? rc : OMPI_SUCCESS;
 }
@@ -63,7 +62,7 @@ static int wait_sends_reading(exchange_t *x, const char *buf, size_t len)
     size_t i = 0;
     while (i < x->nsends) {
         pending_send_t *ps = &x->sends[i];
-        int rc = ringx_ucx_test(&ps->req);
+        int rc = ringx_xfer_test(x->mem, &ps->req);
         if (rc == 0 && overlaps(ps->buf, ps->len, buf, len)) {
             rc = wait_req(x, &ps->req) == OMPI_SUCCESS ? 1 : -1;
         }
@@ -95,11 +94,11 @@ static int post_send(exchange_t *x, int step, size_t seg, int to, const char *bu
         x->cap_sends = cap;
     }
     pending_send_t *ps = &x->sends[x->nsends];
-    int rc = ringx_ucx_isend(x->m->peers[to], buf, len, tag_of(x, step, seg), &ps->req);
+    int rc = ringx_xfer_send(x->mem, x->m->peers[to], buf, len, tag_of(x, step, seg), &ps->req);
     if (rc == OMPI_SUCCESS) {
         ps->buf = buf;
         ps->len = len;
-        x->nsends += ps->req != NULL;
+        x->nsends += ps->req.req != NULL || ps->req.staged;
         x->s->bytes_sent += len;
     }
     return rc;
@@ -114,11 +113,11 @@ static size_t seg_len(const exchange_t *x, size_t total, size_t seg)
 static int post_recv(exchange_t *x, int step, const ringx_xstep_t *st, size_t seg)
 {
     size_t off = seg * x->seg_bytes, len = seg_len(x, st->recv_bytes, seg);
-    ringx_req_t *req = &x->recv_req[seg % (size_t)x->depth];
+    ringx_xfer_t *req = &x->recv_req[seg % (size_t)x->depth];
     char *dst = st->recv_buf ? st->recv_buf + off
                              : x->slots + (seg % (size_t)x->depth) * x->seg_bytes;
     int rc = st->recv_buf ? wait_sends_reading(x, dst, len) : OMPI_SUCCESS;
-    return rc == OMPI_SUCCESS ? ringx_ucx_irecv(dst, len, tag_of(x, step, seg), req) : rc;
+    return rc == OMPI_SUCCESS ? ringx_xfer_recv(x->mem, dst, len, tag_of(x, step, seg), req) : rc;
 }
 
 static int finish_recv(exchange_t *x, const ringx_xstep_t *st, size_t seg)
@@ -129,9 +128,9 @@ static int finish_recv(exchange_t *x, const ringx_xstep_t *st, size_t seg)
     if (rc == OMPI_SUCCESS && st->recv_buf == NULL) {
         rc = wait_sends_reading(x, st->reduce_dst + off, len);
         if (rc == OMPI_SUCCESS) {
-            ringx_host_reduce(st->reduce_dst + off, st->reduce_local + off,
-                              x->slots + (seg % (size_t)x->depth) * x->seg_bytes,
-                              len / x->s->elem_size, x->s->red.type, x->s->red.op);
+            rc = ringx_mem_reduce(x->mem, st->reduce_dst + off, st->reduce_local + off,
+                                  x->slots + (seg % (size_t)x->depth) * x->seg_bytes,
+                                  len / x->s->elem_size, x->s->red.type, x->s->red.op);
         }
     }
     return rc;
@@ -194,16 +193,16 @@ static int distinct_peers(const ringx_xsched_t *s, int sending, int *peers)
 static int handshake(exchange_t *x)
 {
     int to[RINGX_XSCHED_MAX_STEPS], from[RINGX_XSCHED_MAX_STEPS];
-    ringx_req_t fin_sends[RINGX_XSCHED_MAX_STEPS] = { 0 }, fin_recvs[RINGX_XSCHED_MAX_STEPS] = { 0 };
+    ringx_xfer_t fin_sends[RINGX_XSCHED_MAX_STEPS] = { 0 }, fin_recvs[RINGX_XSCHED_MAX_STEPS] = { 0 };
     int nto = distinct_peers(x->s, 1, to), nfrom = distinct_peers(x->s, 0, from);
     uint64_t fin = ringx_tag_fin(x->m->comm_id, x->seq);
     int rc = OMPI_SUCCESS;
 
     for (int i = 0; rc == OMPI_SUCCESS && i < nfrom; i++) {
-        rc = ringx_ucx_isend(x->m->peers[from[i]], NULL, 0, fin, &fin_sends[i]);
+        rc = ringx_ucx_isend(x->m->peers[from[i]], NULL, 0, fin, &fin_sends[i].req);
     }
     for (int i = 0; rc == OMPI_SUCCESS && i < nto; i++) {
-        rc = ringx_ucx_irecv(NULL, 0, fin, &fin_recvs[i]);
+        rc = ringx_ucx_irecv(NULL, 0, fin, &fin_recvs[i].req);
     }
     if (rc == OMPI_SUCCESS) {
         rc = wait_sends_reading(x, NULL, 0);    /* forgets the completed ones */
@@ -213,16 +212,16 @@ static int handshake(exchange_t *x)
             rc = wait_req(x, &fin_recvs[i]);
         }
         for (size_t i = 0; i < x->nsends; i++) {
-            ringx_ucx_release(&x->sends[i].req);
+            ringx_xfer_release(x->mem, &x->sends[i].req);
         }
         x->nsends = 0;
     }
     for (int i = 0; i < nto; i++) {
-        ringx_module_park(x->m, &fin_recvs[i]);
+        ringx_module_park(x->m, &fin_recvs[i].req);
     }
     for (int i = 0; i < nfrom; i++) {
         int r = rc == OMPI_SUCCESS ? wait_req(x, &fin_sends[i]) : rc;
-        ringx_ucx_abandon(&fin_sends[i]);
+        ringx_ucx_abandon(&fin_sends[i].req);
         rc = r;
     }
     return rc;
@@ -243,10 +242,10 @@ static int wait_all_sends(exchange_t *x)
 static void abandon_all(exchange_t *x)
 {
     for (int i = 0; i < x->depth; i++) {
-        ringx_ucx_abandon(&x->recv_req[i]);
+        ringx_xfer_abandon(x->mem, &x->recv_req[i]);
     }
     for (size_t i = 0; i < x->nsends; i++) {
-        ringx_ucx_abandon(&x->sends[i].req);
+        ringx_xfer_abandon(x->mem, &x->sends[i].req);
     }
 }
 
@@ -260,26 +259,29 @@ static int setup(exchange_t *x, ringx_xsched_t *s)
     }
     x->s = s;
     x->m = m;
+    x->mem = s->mem;
     x->sends = x->inline_sends;
     x->cap_sends = sizeof(x->inline_sends) / sizeof(x->inline_sends[0]);
     x->nsends = 0;
     x->idle = 0;
-    x->seg_bytes = ringx_segment_elems(mca_coll_ringx_component.segment_size, s->elem_size) *
+    x->seg_bytes = ringx_segment_elems(s->mem->segment_size, s->elem_size) *
                    s->elem_size;
     x->seq = m->seq++;
     x->depth = mca_coll_ringx_component.pipeline_depth;
     memset(x->recv_req, 0, sizeof(x->recv_req));
-    x->slots = reduces ? ringx_scratch_get(&m->segments, (size_t)x->depth * x->seg_bytes)
+    x->slots = reduces ? ringx_mem_scratch(x->mem, RINGX_SCRATCH_SEGMENTS,
+                                           (size_t)x->depth * x->seg_bytes)
                        : NULL;
     return reduces && x->slots == NULL ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
 }
 
 /* ----------------------------------------------------- building steps */
 
-void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_reduction_t red,
-                       size_t elem_size, size_t total_bytes)
+void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                       ringx_reduction_t red, size_t elem_size, size_t total_bytes)
 {
     s->module = m;
+    s->mem = mem;
     s->red = red;
     s->elem_size = elem_size;
     s->total_bytes = total_bytes;

@@ -34,6 +34,8 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->nparked = 0;
     memset(&m->segments, 0, sizeof(m->segments));
     memset(&m->blocks, 0, sizeof(m->blocks));
+    memset(&m->bounce, 0, sizeof(m->bounce));
+    m->gpu = NULL;
 }
 
 #define RELEASE_PREV(m, coll)                              \
@@ -57,8 +59,14 @@ static void release_state(mca_coll_ringx_module_t *m)
     m->peers = NULL;
     free(m->segments.ptr);
     free(m->blocks.ptr);
+    free(m->bounce.ptr);
     memset(&m->segments, 0, sizeof(m->segments));
     memset(&m->blocks, 0, sizeof(m->blocks));
+    memset(&m->bounce, 0, sizeof(m->bounce));
+#if RINGX_HAVE_CUDA
+    ringx_cuda_release(m->gpu);
+#endif
+    m->gpu = NULL;
     m->state = RINGX_COMM_UNCONNECTED;
 }
 

@@ -57,6 +57,18 @@ static int register_collective(ringx_coll_t coll)
                  "bytes this process sent for %s calls served by ringx", mpi_name);
         rc = register_counter(name, description, &mca_coll_ringx_counters.bytes_sent[coll]);
     }
+    if (rc == OMPI_SUCCESS) {
+        snprintf(name, sizeof(name), "%s_on_device", cname);
+        snprintf(description, sizeof(description),
+                 "%s calls served by ringx on device (CUDA) memory", mpi_name);
+        rc = register_counter(name, description, &mca_coll_ringx_counters.on_device[coll]);
+    }
+    if (rc == OMPI_SUCCESS) {
+        snprintf(name, sizeof(name), "%s_staged", cname);
+        snprintf(description, sizeof(description),
+                 "%s calls served by ringx through host bounce buffers (staging)", mpi_name);
+        rc = register_counter(name, description, &mca_coll_ringx_counters.staged[coll]);
+    }
     return rc;
 }
 

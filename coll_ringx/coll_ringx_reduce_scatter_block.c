@@ -15,8 +15,6 @@
  */
 #include "coll_ringx.h"
 
-#include <string.h>
-
 typedef struct rsb_buffers {
     const char *input;      /* all p blocks: sbuf, or rbuf when MPI_IN_PLACE */
     char *result;           /* where the final block goes */
@@ -42,8 +40,8 @@ static void rsb_recv_block(const ringx_ring_t *ring, int step, int block,
     target->dst_read_by_prev_send = target->reduce_dst != b->result;
 }
 
-static int rsb_ring(mca_coll_ringx_module_t *m, const void *sbuf, void *rbuf, size_t rcount,
-                    ringx_reduction_t red)
+static int rsb_ring(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf, void *rbuf,
+                    size_t rcount, ringx_reduction_t red)
 {
     size_t elem = ringx_type_size(red.type);
     size_t block_bytes = rcount * elem;
@@ -51,9 +49,10 @@ static int rsb_ring(mca_coll_ringx_module_t *m, const void *sbuf, void *rbuf, si
     /* In place, the last step cannot write rbuf's first block while a send
      * may still read it as input: it lands in a partial buffer, copied last. */
     rsb_buffers_t bufs = { in_place ? rbuf : sbuf, in_place ? NULL : rbuf, { NULL, NULL } };
-    char *partials = ringx_scratch_get(&m->blocks, 2 * block_bytes + 1);
+    char *partials = ringx_mem_scratch(mem, RINGX_SCRATCH_BLOCKS, 2 * block_bytes + 1);
     ringx_ring_t ring = {
         .module = m,
+        .mem = mem,
         .nsteps = m->size - 1,
         .reduce_steps = m->size - 1,
         .shift = 1,
@@ -73,7 +72,7 @@ static int rsb_ring(mca_coll_ringx_module_t *m, const void *sbuf, void *rbuf, si
     bufs.partial[1] = partials + block_bytes;
     rc = ringx_ring_run(&ring);
     if (rc == OMPI_SUCCESS && in_place) {
-        memcpy(rbuf, bufs.partial[(ring.nsteps - 1) & 1], block_bytes);
+        rc = ringx_mem_copy(mem, rbuf, bufs.partial[(ring.nsteps - 1) & 1], block_bytes);
     }
     ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
                 ring.bytes_sent);
@@ -121,24 +120,24 @@ static void halving_steps(ringx_xsched_t *s, const char *input, char *acc, char 
     }
 }
 
-static int rsb_halving(mca_coll_ringx_module_t *m, const void *sbuf, void *rbuf,
-                       size_t rcount, ringx_reduction_t red)
+static int rsb_halving(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
+                       void *rbuf, size_t rcount, ringx_reduction_t red)
 {
     ringx_xsched_t s;
     size_t block_bytes = rcount * ringx_type_size(red.type);
     const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    char *acc = ringx_scratch_get(&m->blocks, block_bytes * (size_t)m->size + 1);
+    char *acc = ringx_mem_scratch(mem, RINGX_SCRATCH_BLOCKS, block_bytes * (size_t)m->size + 1);
     int rc;
 
     if (acc == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    ringx_xsched_init(&s, m, red, ringx_type_size(red.type), block_bytes * (size_t)m->size);
+    ringx_xsched_init(&s, m, mem, red, ringx_type_size(red.type), block_bytes * (size_t)m->size);
     halving_steps(&s, input, acc, rbuf, block_bytes);
     rc = ringx_xsched_run(&s);
     /* Copied last: in place, the input blocks were being sent from rbuf. */
     if (rc == OMPI_SUCCESS && ringx_fold_newrank(m->rank, m->size) >= 0) {
-        memcpy(rbuf, acc + (size_t)m->rank * block_bytes, block_bytes);
+        rc = ringx_mem_copy(mem, rbuf, acc + (size_t)m->rank * block_bytes, block_bytes);
     }
     ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
                 s.bytes_sent);
@@ -153,9 +152,13 @@ int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount
 {
     mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
     ringx_reduction_t red;
+    ringx_mem_t mem = { 0 };
     int rc;
     int buffers = ringx_classify_reduction(dtype, op, &red);
 
+    if (buffers == RINGX_SERVE) {
+        buffers = ringx_mem_classify(&mem, sbuf, rbuf, ringx_type_align(red.type));
+    }
     if (ringx_admit(m, comm, RINGX_COLL_REDUCE_SCATTER_BLOCK, buffers, &rc) != RINGX_SERVE) {
         return rc != OMPI_SUCCESS
                    ? rc
@@ -164,6 +167,10 @@ int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount
     }
     ringx_alg_t alg = ringx_choose(m, RINGX_COLL_REDUCE_SCATTER_BLOCK,
                                    (size_t)rcount * ringx_type_size(red.type) * (size_t)m->size);
-    return alg == RINGX_ALG_RING ? rsb_ring(m, sbuf, rbuf, (size_t)rcount, red)
-                                 : rsb_halving(m, sbuf, rbuf, (size_t)rcount, red);
+    rc = ringx_mem_start(&mem, m, RINGX_COLL_REDUCE_SCATTER_BLOCK);
+    if (rc == OMPI_SUCCESS) {
+        rc = alg == RINGX_ALG_RING ? rsb_ring(m, &mem, sbuf, rbuf, (size_t)rcount, red)
+                                   : rsb_halving(m, &mem, sbuf, rbuf, (size_t)rcount, red);
+    }
+    return ringx_mem_finish(&mem, rc);
 }

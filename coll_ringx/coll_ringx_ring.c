@@ -12,8 +12,6 @@
 
 #include <stdlib.h>
 
-#include "ringx_host_reduce.h"
-
 typedef struct ring_cursor {
     int step;
     size_t seg;
@@ -22,6 +20,7 @@ typedef struct ring_cursor {
 typedef struct ring_walk {
     ringx_ring_t *ring;
     mca_coll_ringx_module_t *m;
+    ringx_mem_t *mem;
     ringx_peer_t *left;         /* sends to this rank */
     ringx_peer_t *right;        /* receives from this rank */
     size_t seg_elems;
@@ -29,7 +28,7 @@ typedef struct ring_walk {
     uint32_t seq;
 
     int depth;                  /* receive window, in segments */
-    ringx_req_t recv_req[RINGX_MAX_PIPELINE_DEPTH];   /* by receive number % depth */
+    ringx_xfer_t recv_req[RINGX_MAX_PIPELINE_DEPTH];  /* by receive number % depth */
     char *slots;                /* [depth] segments of scratch, for reducing steps */
     ring_cursor_t next_post;
     ring_cursor_t next_done;
@@ -37,10 +36,10 @@ typedef struct ring_walk {
     size_t done;
 
     size_t max_segs;            /* segments of the largest block */
-    ringx_req_t *send_req;      /* [2][max_segs]: the sends of two consecutive steps */
-    ringx_req_t inline_send_req[8];   /* send_req when that is enough */
-    ringx_req_t fin_recv;       /* the right neighbour's "all received" */
-    ringx_req_t fin_send;       /* ours, to the left neighbour */
+    ringx_xfer_t *send_req;     /* [2][max_segs]: the sends of two consecutive steps */
+    ringx_xfer_t inline_send_req[8];  /* send_req when that is enough */
+    ringx_xfer_t fin_recv;      /* the right neighbour's "all received" (never staged) */
+    ringx_xfer_t fin_send;      /* ours, to the left neighbour */
     unsigned idle;
 } ring_walk_t;
 
@@ -86,16 +85,16 @@ static uint64_t tag_of(const ring_walk_t *w, int step, size_t seg)
     return ringx_tag_data(w->m->comm_id, w->seq, (uint32_t)step, seg);
 }
 
-static ringx_req_t *send_slot(ring_walk_t *w, int step, size_t seg)
+static ringx_xfer_t *send_slot(ring_walk_t *w, int step, size_t seg)
 {
     return &w->send_req[(size_t)(step & 1) * w->max_segs + seg];
 }
 
-static int wait_req(ring_walk_t *w, ringx_req_t *req)
+static int wait_xfer(ring_walk_t *w, ringx_xfer_t *x)
 {
     int rc;
-    while ((rc = ringx_ucx_test(req)) == 0) {
-        ringx_ucx_progress(&w->idle);
+    while ((rc = ringx_xfer_test(w->mem, x)) == 0) {
+        ringx_mem_progress(w->mem, &w->idle);
     }
     return rc < 0 ? rc : OMPI_SUCCESS;
 }
@@ -107,12 +106,12 @@ static int post_send(ring_walk_t *w, int step, size_t seg)
     int block = ringx_ring_send_block(w->m->rank, w->m->size, step, ring->shift);
     size_t len = seg_elems_at(w, block, seg) * ring->elem_size;
     const char *src = ring->send_block(ring, step, block) + seg * w->seg_bytes;
-    ringx_req_t *req = send_slot(w, step, seg);
+    ringx_xfer_t *x = send_slot(w, step, seg);
 
     /* The slot last held this segment's send of step-2. */
-    int rc = wait_req(w, req);
+    int rc = wait_xfer(w, x);
     if (rc == OMPI_SUCCESS) {
-        rc = ringx_ucx_isend(w->right, src, len, tag_of(w, step, seg), req);
+        rc = ringx_xfer_send(w->mem, w->right, src, len, tag_of(w, step, seg), x);
         ring->bytes_sent += len;
     }
     return rc;
@@ -132,7 +131,7 @@ static int post_recv(ring_walk_t *w)
     dst = target.direct ? target.direct + c.seg * w->seg_bytes : w->slots + slot * w->seg_bytes;
     cursor_advance(w, &w->next_post);
     w->posted++;
-    return ringx_ucx_irecv(dst, len, tag_of(w, c.step, c.seg), &w->recv_req[slot]);
+    return ringx_xfer_recv(w->mem, dst, len, tag_of(w, c.step, c.seg), &w->recv_req[slot]);
 }
 
 /* Reduces the segment that has arrived, then passes it on. */
@@ -149,12 +148,12 @@ static int finish_recv(ring_walk_t *w)
     if (target.direct == NULL) {
         size_t off = c.seg * w->seg_bytes;
         if (target.dst_read_by_prev_send && c.step > 0) {
-            rc = wait_req(w, send_slot(w, c.step - 1, c.seg));
+            rc = wait_xfer(w, send_slot(w, c.step - 1, c.seg));
         }
         if (rc == OMPI_SUCCESS) {
-            ringx_host_reduce(target.reduce_dst + off, target.reduce_local + off,
-                              w->slots + slot * w->seg_bytes, seg_elems_at(w, block, c.seg),
-                              ring->red.type, ring->red.op);
+            rc = ringx_mem_reduce(w->mem, target.reduce_dst + off, target.reduce_local + off,
+                                  w->slots + slot * w->seg_bytes, seg_elems_at(w, block, c.seg),
+                                  ring->red.type, ring->red.op);
         }
     }
     cursor_advance(w, &w->next_done);
@@ -182,7 +181,7 @@ static int sends_complete(ring_walk_t *w)
 {
     int all = 1;
     for (size_t i = 0; i < 2 * w->max_segs; i++) {
-        int rc = ringx_ucx_test(&w->send_req[i]);
+        int rc = ringx_xfer_test(w->mem, &w->send_req[i]);
         if (rc < 0) {
             return rc;
         }
@@ -209,25 +208,25 @@ static int finish(ring_walk_t *w)
          * needs no more than its receiver to keep receiving. */
         int rc = OMPI_SUCCESS;
         for (size_t i = 0; rc == OMPI_SUCCESS && i < 2 * w->max_segs; i++) {
-            rc = wait_req(w, &w->send_req[i]);
+            rc = wait_xfer(w, &w->send_req[i]);
         }
         return rc;
     }
     int rc = ringx_ucx_isend(w->left, NULL, 0, ringx_tag_fin(w->m->comm_id, w->seq),
-                             &w->fin_send);
+                             &w->fin_send.req);
     int complete = rc == OMPI_SUCCESS ? sends_complete(w) : rc;
 
     if (complete == 1) {
-        ringx_module_park(w->m, &w->fin_recv);
+        ringx_module_park(w->m, &w->fin_recv.req);
     } else if (complete == 0) {
-        rc = wait_req(w, &w->fin_recv);
+        rc = wait_xfer(w, &w->fin_recv);
         for (size_t i = 0; i < 2 * w->max_segs; i++) {
-            ringx_ucx_release(&w->send_req[i]);
+            ringx_xfer_release(w->mem, &w->send_req[i]);
         }
     } else {
         rc = complete;
     }
-    return rc == OMPI_SUCCESS ? wait_req(w, &w->fin_send) : rc;
+    return rc == OMPI_SUCCESS ? wait_xfer(w, &w->fin_send) : rc;
 }
 
 static int walk(ring_walk_t *w)
@@ -239,7 +238,7 @@ static int walk(ring_walk_t *w)
         return OMPI_SUCCESS;            /* nothing moves, on any rank */
     }
     if (w->ring->count * w->ring->elem_size > ringx_ucx_eager_limit()) {
-        rc = ringx_ucx_irecv(NULL, 0, ringx_tag_fin(w->m->comm_id, w->seq), &w->fin_recv);
+        rc = ringx_ucx_irecv(NULL, 0, ringx_tag_fin(w->m->comm_id, w->seq), &w->fin_recv.req);
     } else {
         rc = OMPI_SUCCESS;
     }
@@ -254,11 +253,11 @@ static int walk(ring_walk_t *w)
         if (rc != OMPI_SUCCESS) {
             break;
         }
-        rc = ringx_ucx_test(&w->recv_req[w->done % (size_t)w->depth]);
+        rc = ringx_xfer_test(w->mem, &w->recv_req[w->done % (size_t)w->depth]);
         if (rc == 1) {
             rc = finish_recv(w);
         } else if (rc == 0) {
-            ringx_ucx_progress(&w->idle);
+            ringx_mem_progress(w->mem, &w->idle);
         }
     }
     return rc == OMPI_SUCCESS ? finish(w) : rc;
@@ -269,13 +268,13 @@ static int walk(ring_walk_t *w)
 static void abandon_all(ring_walk_t *w)
 {
     for (int i = 0; i < w->depth; i++) {
-        ringx_ucx_abandon(&w->recv_req[i]);
+        ringx_xfer_abandon(w->mem, &w->recv_req[i]);
     }
     for (size_t i = 0; i < 2 * w->max_segs; i++) {
-        ringx_ucx_abandon(&w->send_req[i]);
+        ringx_xfer_abandon(w->mem, &w->send_req[i]);
     }
-    ringx_ucx_abandon(&w->fin_recv);
-    ringx_ucx_abandon(&w->fin_send);
+    ringx_ucx_abandon(&w->fin_recv.req);
+    ringx_ucx_abandon(&w->fin_send.req);
 }
 
 static int walk_setup(ring_walk_t *w, ringx_ring_t *ring)
@@ -285,19 +284,21 @@ static int walk_setup(ring_walk_t *w, ringx_ring_t *ring)
 
     w->ring = ring;
     w->m = m;
+    w->mem = ring->mem;
     w->left = m->peers[(m->rank + m->size - 1) % m->size];
     w->right = m->peers[(m->rank + 1) % m->size];
-    w->seg_elems = ringx_segment_elems(mca_coll_ringx_component.segment_size, ring->elem_size);
+    w->seg_elems = ringx_segment_elems(ring->mem->segment_size, ring->elem_size);
     w->seg_bytes = w->seg_elems * ring->elem_size;
     w->seq = m->seq++;
     w->depth = mca_coll_ringx_component.pipeline_depth;
     w->max_segs = ringx_segment_total(largest_block, w->seg_elems);
-    w->send_req = 2 * w->max_segs <= sizeof(w->inline_send_req) / sizeof(ringx_req_t)
+    w->send_req = 2 * w->max_segs <= sizeof(w->inline_send_req) / sizeof(ringx_xfer_t)
                       ? w->inline_send_req
-                      : calloc(2 * w->max_segs, sizeof(ringx_req_t));
+                      : calloc(2 * w->max_segs, sizeof(ringx_xfer_t));
     w->slots = NULL;
     if (ring->reduce_steps > 0) {
-        w->slots = ringx_scratch_get(&m->segments, (size_t)w->depth * w->seg_bytes);
+        w->slots = ringx_mem_scratch(w->mem, RINGX_SCRATCH_SEGMENTS,
+                                     (size_t)w->depth * w->seg_bytes);
     }
     if (w->send_req == NULL ||
         (ring->reduce_steps > 0 && w->slots == NULL)) {

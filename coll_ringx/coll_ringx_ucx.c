@@ -268,8 +268,20 @@ static int posted(ucs_status_ptr_t sp, ringx_req_t *req)
     return OMPI_SUCCESS;
 }
 
-int ringx_ucx_isend(ringx_peer_t *peer, const void *buf, size_t len, uint64_t tag,
-                    ringx_req_t *req)
+/* Names the buffers' memory type to UCX when they are device memory;
+ * host memory needs no attribute. */
+static ucp_request_param_t transfer_param(int device_memory)
+{
+    ucp_request_param_t param = { .op_attr_mask = 0 };
+    if (device_memory) {
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        param.memory_type = UCS_MEMORY_TYPE_CUDA;
+    }
+    return param;
+}
+
+int ringx_ucx_isend_mem(ringx_peer_t *peer, const void *buf, size_t len, uint64_t tag,
+                        int device_memory, ringx_req_t *req)
 {
     ucp_ep_h ep = peer->ep;
     if (ep == NULL) {
@@ -279,14 +291,37 @@ int ringx_ucx_isend(ringx_peer_t *peer, const void *buf, size_t len, uint64_t ta
             return rc;
         }
     }
-    ucp_request_param_t param = { .op_attr_mask = 0 };
+    ucp_request_param_t param = transfer_param(device_memory);
     return posted(ucp_tag_send_nbx(ep, buf, len, tag, &param), req);
+}
+
+int ringx_ucx_irecv_mem(void *buf, size_t len, uint64_t tag, int device_memory,
+                        ringx_req_t *req)
+{
+    ucp_request_param_t param = transfer_param(device_memory);
+    return posted(ucp_tag_recv_nbx(ucx.worker, buf, len, tag, UINT64_MAX, &param), req);
+}
+
+int ringx_ucx_isend(ringx_peer_t *peer, const void *buf, size_t len, uint64_t tag,
+                    ringx_req_t *req)
+{
+    return ringx_ucx_isend_mem(peer, buf, len, tag, 0, req);
 }
 
 int ringx_ucx_irecv(void *buf, size_t len, uint64_t tag, ringx_req_t *req)
 {
-    ucp_request_param_t param = { .op_attr_mask = 0 };
-    return posted(ucp_tag_recv_nbx(ucx.worker, buf, len, tag, UINT64_MAX, &param), req);
+    return ringx_ucx_irecv_mem(buf, len, tag, 0, req);
+}
+
+int ringx_ucx_cuda_memory(void)
+{
+    static int answer = -1;
+    if (answer < 0) {
+        ucp_context_attr_t attr = { .field_mask = UCP_ATTR_FIELD_MEMORY_TYPES };
+        answer = ucx.state == UCX_READY && ucp_context_query(ucx.context, &attr) == UCS_OK &&
+                 (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+    }
+    return answer;
 }
 
 int ringx_ucx_test(ringx_req_t *req)

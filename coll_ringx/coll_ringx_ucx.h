@@ -42,6 +42,17 @@ int ringx_ucx_isend(ringx_peer_t *peer, const void *buf, size_t len, uint64_t ta
                     ringx_req_t *req);
 int ringx_ucx_irecv(void *buf, size_t len, uint64_t tag, ringx_req_t *req);
 
+/* The same, for buffers in CUDA device memory when device_memory is set
+ * (only where ringx_ucx_cuda_memory() says UCX can move it). */
+int ringx_ucx_isend_mem(ringx_peer_t *peer, const void *buf, size_t len, uint64_t tag,
+                        int device_memory, ringx_req_t *req);
+int ringx_ucx_irecv_mem(void *buf, size_t len, uint64_t tag, int device_memory,
+                        ringx_req_t *req);
+
+/* Whether the UCP context moves CUDA device memory (a CUDA-aware UCX with
+ * its cuda transports loaded). */
+int ringx_ucx_cuda_memory(void);
+
 /* Tests *req without progressing: 1 if complete (and *req released and
  * set to NULL), 0 if pending, an OMPI error code (< 0) if it failed. */
 int ringx_ucx_test(ringx_req_t *req);

@@ -85,6 +85,16 @@ static inline size_t ringx_type_size(ringx_type_t t)
     return (unsigned)t < RINGX_TYPE_COUNT ? sizes[t] : 0;
 }
 
+/* The alignment the type's members need: a device buffer off it cannot be
+ * read by the CUDA kernels (misaligned accesses fault on a GPU). */
+static inline size_t ringx_type_align(ringx_type_t t)
+{
+    static const unsigned char aligns[RINGX_TYPE_COUNT] = {
+        1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 4, 8, 1, 1, 4, 4
+    };
+    return (unsigned)t < RINGX_TYPE_COUNT ? aligns[t] : 1;
+}
+
 /* Whether MPI defines op on this type group; ringx reduces exactly these
  * pairs itself and hands every other pair to the fallback component. */
 static inline int ringx_op_valid(ringx_op_t op, ringx_type_t t)

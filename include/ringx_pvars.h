@@ -11,6 +11,8 @@
  *   coll_ringx_<coll>_<alg>_calls          calls served by algorithm <alg>
  *   coll_ringx_<coll>_fallback_<reason>    calls handed to the previous component
  *   coll_ringx_<coll>_bytes_sent           bytes sent by ringx for <coll>
+ *   coll_ringx_<coll>_on_device            calls served on device (CUDA) memory
+ *   coll_ringx_<coll>_staged               calls served through host bounce buffers
  * with <coll> one of allreduce, allgather, reduce_scatter_block.
  */
 #ifndef RINGX_PVARS_H

@@ -24,12 +24,22 @@
  *   --expect-alg COLL:ALG          every served call of COLL must be counted
  *                                  by coll_ringx_COLL_ALG_calls (run with
  *                                  --mca coll_ringx_COLL_algorithm ALG)
+ *   --expect-staged                every served call must be counted by
+ *                                  coll_ringx_COLL_staged (run with
+ *                                  --mca coll_ringx_stage_host_buffers 1)
+ *   --mem cuda                     the buffers of every call ringx must
+ *                                  serve are in device memory (copies of
+ *                                  the host buffers, fetched back for the
+ *                                  checks); each must be counted by
+ *                                  coll_ringx_COLL_on_device.  Exits 77
+ *                                  ("SKIP: no CUDA device") without one
  *   --watchdog SECONDS             abort, naming the case, when one case
  *                                  takes longer (default 120; 0: never)
  *   --results-only                 check results only, ignore the pvars,
  *                                  and assume the stock component reduces
  *                                  (validates the test on stock Open MPI)
  */
+#include "ringx_test_device.h"
 #include "ringx_test_util.h"
 
 #include <float.h>
@@ -1032,6 +1042,8 @@ typedef struct options {
     int fallback_coll;          /* -1: none, FALLBACK_ALL: every collective */
     const char *fallback_reason;
     const char *expect_alg[NUM_COLLS]; /* per collective: the algorithm that must serve */
+    bool expect_staged;
+    bool device;                /* --mem cuda */
     unsigned watchdog_seconds;  /* per case; 0: none */
 } options_t;
 
@@ -1091,6 +1103,15 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
                  "served, but not by the forced algorithm %s",
                  opts.expect_alg[c->coll]);
     }
+    if (opts.expect_staged && served == 1) {
+        rx_check(&c->call, after->staged - before->staged == 1,
+                 "served, but coll_ringx_%s_staged did not count it", coll_names[c->coll]);
+    }
+    if (served == 1) {
+        rx_check(&c->call, after->on_device - before->on_device == (opts.device ? 1u : 0u),
+                 "coll_ringx_%s_on_device grew by %llu; expected %d", coll_names[c->coll],
+                 after->on_device - before->on_device, opts.device);
+    }
     if (declined || reason >= 0) {
         rx_check(&c->call, 0 == bytes,
                  "coll_ringx_%s_bytes_sent grew by %llu on a call ringx "
@@ -1119,6 +1140,37 @@ static void check_send_unchanged(const case_ctx_t *c, const unsigned char *sendb
 static unsigned char *copy_of(const unsigned char *buf, size_t bytes)
 {
     return memcpy(xmalloc(bytes), buf, bytes);
+}
+
+/* With --mem cuda, the buffers given to MPI for a call ringx must serve
+ * are device copies of the test's host buffers, fetched back after it. */
+typedef struct mirror {
+    unsigned char *host;
+    unsigned char *dev;         /* NULL: the call uses host */
+    size_t bytes;
+} mirror_t;
+
+static bool on_device(const case_ctx_t *c)
+{
+    return opts.device && NULL == c->expect_reason;
+}
+
+static unsigned char *mirror(mirror_t *m, const case_ctx_t *c, unsigned char *host,
+                             size_t bytes)
+{
+    m->host = host;
+    m->bytes = bytes;
+    m->dev = on_device(c) ? rx_device_copy_of(host, bytes) : NULL;
+    return m->dev ? m->dev : host;
+}
+
+static void unmirror(mirror_t *m)
+{
+    if (m->dev) {
+        rx_device_get(m->host, m->dev, m->bytes);
+        rx_device_free(m->dev);
+        m->dev = NULL;
+    }
 }
 
 static void check_reduction_result(const case_ctx_t *c, const unsigned char *result)
@@ -1182,9 +1234,16 @@ static void run_reduction(const case_ctx_t *c)
     if (!c->in_place) {
         send_copy = copy_of(sendbuf, in_bytes);
     }
+    mirror_t mrecv, msend = { NULL, NULL, 0 };
+    unsigned char *call_recv = mirror(&mrecv, c, recv.base, recv.bytes + 2 * GUARD_BYTES) +
+                               GUARD_BYTES;
+    unsigned char *call_send = c->in_place ? call_recv : mirror(&msend, c, sendbuf, in_bytes);
+
     rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &before);
-    invoke_reduction(c, sendbuf, recv.data);
+    invoke_reduction(c, call_send, call_recv);
     rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &after);
+    unmirror(&mrecv);
+    unmirror(&msend);
 
     check_counters(c, &before, &after);
     check_guards(c, &recv);
@@ -1236,15 +1295,22 @@ static void run_allgather(const case_ctx_t *c)
     if (!c->in_place) {
         send_copy = copy_of(own, block);
     }
+    mirror_t mrecv, msend = { NULL, NULL, 0 };
+    unsigned char *call_recv = mirror(&mrecv, c, recv.base, recv.bytes + 2 * GUARD_BYTES) +
+                               GUARD_BYTES;
+    unsigned char *call_own = c->in_place ? NULL : mirror(&msend, c, own, block);
+
     rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &before);
     if (c->in_place) {
-        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv.data,
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, call_recv,
                       (int)c->count, c->gen.type->dtype, c->comm);
     } else {
-        MPI_Allgather(own, (int)c->count, c->gen.type->dtype, recv.data,
+        MPI_Allgather(call_own, (int)c->count, c->gen.type->dtype, call_recv,
                       (int)c->count, c->gen.type->dtype, c->comm);
     }
     rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &after);
+    unmirror(&mrecv);
+    unmirror(&msend);
 
     check_counters(c, &before, &after);
     check_guards(c, &recv);
@@ -1622,6 +1688,14 @@ static bool parse_options(int argc, char **argv)
             if (!parse_expect_alg(argv[++i])) {
                 return false;
             }
+        } else if (0 == strcmp(argv[i], "--expect-staged")) {
+            opts.expect_staged = true;
+        } else if (0 == strcmp(argv[i], "--mem") && i + 1 < argc) {
+            const char *mem = argv[++i];
+            if (0 != strcmp(mem, "cuda") && 0 != strcmp(mem, "host")) {
+                return false;
+            }
+            opts.device = 0 == strcmp(mem, "cuda");
         } else if (0 == strcmp(argv[i], "--watchdog") && i + 1 < argc) {
             opts.watchdog_seconds = (unsigned)strtoul(argv[++i], NULL, 10);
         } else {
@@ -1631,11 +1705,31 @@ static bool parse_options(int argc, char **argv)
     return true;
 }
 
+/* Every rank opens its device; the test is skipped unless all can. */
+static bool device_available(void)
+{
+    MPI_Comm node;
+    int local_rank, rank, mine, all;
+    const char *why = "";
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_free(&node);
+    mine = rx_device_open(local_rank, &why);
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all && 0 == rank) {
+        printf("SKIP: %s\n", mine ? "no CUDA device on some rank" : why);
+    }
+    return all != 0;
+}
+
 static void usage(void)
 {
     fprintf(stderr,
             "usage: " PROGRAM_NAME " [--quick] [--results-only] "
-            "[--expect-fallback COLL:REASON] [--watchdog SECONDS]\n"
+            "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged]\n"
+            "       [--mem host|cuda] [--watchdog SECONDS]\n"
             "  COLL: allreduce | allgather | reduce_scatter_block\n"
             "  REASON: disabled | datatype | op | memory | transport\n");
 }
@@ -1652,6 +1746,10 @@ int main(int argc, char **argv)
         }
         MPI_Finalize();
         return 2;
+    }
+    if (opts.device && !device_available()) {
+        MPI_Finalize();
+        return 77;      /* automake's "skipped" */
     }
     rx_pvar_init();
     init_types();

@@ -77,6 +77,8 @@ void rx_counters_read(const char *coll, const char *alg, rx_counters_t *out)
     out->alg_calls = alg ? ringx_pvar_read_coll(coll, what) : 0;
     out->served = rx_served(coll);
     out->bytes_sent = rx_bytes_sent(coll);
+    out->staged = ringx_pvar_read_coll(coll, "staged");
+    out->on_device = ringx_pvar_read_coll(coll, "on_device");
     for (int i = 0; i < RX_NUM_FALLBACK_REASONS; i++) {
         out->fallback[i] = rx_fallback(coll, rx_fallback_reasons[i]);
     }

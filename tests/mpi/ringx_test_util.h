@@ -50,6 +50,8 @@ typedef struct rx_counters {
     unsigned long long served;
     unsigned long long alg_calls;   /* of the algorithm asked for, if any */
     unsigned long long bytes_sent;
+    unsigned long long staged;      /* calls through bounce buffers */
+    unsigned long long on_device;   /* calls on device memory */
     unsigned long long fallback[RX_NUM_FALLBACK_REASONS];
 } rx_counters_t;
 

@@ -1,0 +1,279 @@
+/*
+ * coll_ringx_cuda.c - the CUDA backend of coll_ringx_mem.h: device
+ * scratch, pinned bounce buffers, streams and events, per module.
+ *
+ * Two streams per module.  "in" carries everything that writes the
+ * buffers' memory in call order (host-to-device copies, kernels, local
+ * copies), so those need no events among themselves.  "out" carries the
+ * device-to-host copies of sends; each first waits for what "in" has
+ * enqueued so far, so it reads finished data, while later work on "in"
+ * overlaps it.  An algorithm never writes a region that an unfinished send
+ * still reads (the engines wait for such sends), so "in" needs no wait on
+ * "out".
+ *
+ * ringx's CUDA runtime is linked statically and is its own: its current
+ * device is set here from the buffers' device before each call.
+ */
+#include "coll_ringx.h"
+
+#if RINGX_HAVE_CUDA
+
+#include <stdlib.h>
+
+#include <cuda_runtime_api.h>
+
+#include "ringx_kernels.h"
+
+typedef struct ringx_cuda {
+    int device;
+    int direct;                 /* UCX reads device memory itself */
+    void *in, *out;             /* cudaStream_t */
+    cudaEvent_t in_mark;
+    cudaEvent_t *slot_events;
+    int nslot_events;
+    void *scratch[RINGX_SCRATCH_KINDS];
+    size_t scratch_size[RINGX_SCRATCH_KINDS];
+    void *bounce;
+    size_t bounce_size;
+} ringx_cuda_t;
+
+static int check(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess) {
+        return OMPI_SUCCESS;
+    }
+    (void)cudaGetLastError();   /* clears a non-sticky error */
+    RINGX_LOG(1, "CUDA: %s failed: %s", what, cudaGetErrorString(e));
+    return OMPI_ERROR;
+}
+
+static int check_kernel(int rc, const char *what)
+{
+    if (rc == 0) {
+        return OMPI_SUCCESS;
+    }
+    RINGX_LOG(1, "CUDA: %s failed (%s)", what,
+              rc == RINGX_KERNEL_ENODEV ? "no usable device"
+              : rc == RINGX_KERNEL_EINVAL ? "invalid arguments" : "CUDA error");
+    return rc == RINGX_KERNEL_EINVAL ? OMPI_ERR_BAD_PARAM : OMPI_ERROR;
+}
+
+static int sync_streams(ringx_cuda_t *c)
+{
+    int rc = check_kernel(ringx_kernel_sync(c->in), "stream synchronize");
+    int rc2 = check_kernel(ringx_kernel_sync(c->out), "stream synchronize");
+    return rc != OMPI_SUCCESS ? rc : rc2;
+}
+
+/* In direct mode UCX reads the result as soon as the algorithm posts a
+ * send, outside our streams: the work must be finished first. */
+static int finish_if_direct(ringx_cuda_t *c, int rc)
+{
+    return rc == OMPI_SUCCESS && c->direct ? check_kernel(ringx_kernel_sync(c->in), "sync")
+                                           : rc;
+}
+
+static int cuda_reduce(void *ctx, void *dst, const void *a, const void *b, size_t n,
+                       ringx_type_t type, ringx_op_t op)
+{
+    ringx_cuda_t *c = ctx;
+    return finish_if_direct(c, check_kernel(ringx_kernel_reduce(dst, a, b, n, type, op, c->in),
+                                            "reduction kernel"));
+}
+
+static int cuda_copy(void *ctx, void *dst, const void *src, size_t len)
+{
+    ringx_cuda_t *c = ctx;
+    return finish_if_direct(c, check(cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, c->in),
+                                     "cudaMemcpyAsync"));
+}
+
+static int cuda_copy_out(void *ctx, void *bounce, const void *src, size_t len, int slot)
+{
+    ringx_cuda_t *c = ctx;
+    int rc = check(cudaEventRecord(c->in_mark, c->in), "cudaEventRecord");
+
+    if (rc == OMPI_SUCCESS) {
+        rc = check(cudaStreamWaitEvent(c->out, c->in_mark, 0), "cudaStreamWaitEvent");
+    }
+    if (rc == OMPI_SUCCESS) {
+        rc = check(cudaMemcpyAsync(bounce, src, len, cudaMemcpyDefault, c->out),
+                   "cudaMemcpyAsync (device to host)");
+    }
+    return rc == OMPI_SUCCESS ? check(cudaEventRecord(c->slot_events[slot], c->out),
+                                      "cudaEventRecord")
+                              : rc;
+}
+
+static int cuda_copy_in(void *ctx, void *dst, const void *bounce, size_t len, int slot)
+{
+    ringx_cuda_t *c = ctx;
+    int rc = check(cudaMemcpyAsync(dst, bounce, len, cudaMemcpyDefault, c->in),
+                   "cudaMemcpyAsync (host to device)");
+    return rc == OMPI_SUCCESS ? check(cudaEventRecord(c->slot_events[slot], c->in),
+                                      "cudaEventRecord")
+                              : rc;
+}
+
+static int cuda_copied(void *ctx, int slot)
+{
+    ringx_cuda_t *c = ctx;
+    cudaError_t e = cudaEventQuery(c->slot_events[slot]);
+    return e == cudaSuccess ? 1 : e == cudaErrorNotReady ? 0 : check(e, "cudaEventQuery");
+}
+
+static int cuda_sync(void *ctx)
+{
+    return sync_streams(ctx);
+}
+
+static void *cuda_scratch(void *ctx, ringx_scratch_kind_t kind, size_t size)
+{
+    ringx_cuda_t *c = ctx;
+
+    if (size > c->scratch_size[kind]) {
+        void *p = NULL;
+        /* cudaFree waits for the work that may still use the old one. */
+        (void)cudaFree(c->scratch[kind]);
+        c->scratch[kind] = NULL;
+        c->scratch_size[kind] = 0;
+        if (check(cudaMalloc(&p, size), "cudaMalloc") != OMPI_SUCCESS) {
+            return NULL;
+        }
+        c->scratch[kind] = p;
+        c->scratch_size[kind] = size;
+    }
+    return c->scratch[kind];
+}
+
+static int ensure_events(ringx_cuda_t *c, int n)
+{
+    if (n <= c->nslot_events) {
+        return OMPI_SUCCESS;
+    }
+    cudaEvent_t *grown = realloc(c->slot_events, (size_t)n * sizeof(*grown));
+    if (grown == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    c->slot_events = grown;
+    for (; c->nslot_events < n; c->nslot_events++) {
+        int rc = check(cudaEventCreateWithFlags(&grown[c->nslot_events], cudaEventDisableTiming),
+                       "cudaEventCreate");
+        if (rc != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+static void *cuda_bounce(void *ctx, size_t size, int slots)
+{
+    ringx_cuda_t *c = ctx;
+    size_t total = size * (size_t)slots;
+
+    if (ensure_events(c, slots) != OMPI_SUCCESS) {
+        return NULL;
+    }
+    if (total > c->bounce_size) {
+        void *p = NULL;
+        (void)sync_streams(c);
+        (void)cudaFreeHost(c->bounce);
+        c->bounce = NULL;
+        c->bounce_size = 0;
+        if (check(cudaHostAlloc(&p, total, cudaHostAllocPortable), "cudaHostAlloc") !=
+            OMPI_SUCCESS) {
+            return NULL;
+        }
+        c->bounce = p;
+        c->bounce_size = total;
+    }
+    return c->bounce;
+}
+
+static void cuda_forget_bounce(void *ctx)
+{
+    ringx_cuda_t *c = ctx;
+    c->bounce = NULL;       /* leaked on purpose: UCX may still use it */
+    c->bounce_size = 0;
+}
+
+const ringx_mem_ops_t ringx_cuda_ops = {
+    .name = "cuda",
+    .reduce = cuda_reduce,
+    .copy = cuda_copy,
+    .copy_out = cuda_copy_out,
+    .copy_in = cuda_copy_in,
+    .copied = cuda_copied,
+    .sync = cuda_sync,
+    .scratch = cuda_scratch,
+    .bounce = cuda_bounce,
+    .forget_bounce = cuda_forget_bounce,
+};
+
+void ringx_cuda_release(void *state)
+{
+    ringx_cuda_t *c = state;
+
+    if (c == NULL) {
+        return;
+    }
+    if (cudaSetDevice(c->device) == cudaSuccess) {
+        (void)sync_streams(c);
+        for (int i = 0; i < c->nslot_events; i++) {
+            (void)cudaEventDestroy(c->slot_events[i]);
+        }
+        if (c->in_mark) {
+            (void)cudaEventDestroy(c->in_mark);
+        }
+        for (int k = 0; k < RINGX_SCRATCH_KINDS; k++) {
+            (void)cudaFree(c->scratch[k]);
+        }
+        (void)cudaFreeHost(c->bounce);
+        (void)ringx_kernel_stream_destroy(c->in);
+        (void)ringx_kernel_stream_destroy(c->out);
+    }
+    free(c->slot_events);
+    free(c);
+}
+
+static ringx_cuda_t *create(int device)
+{
+    ringx_cuda_t *c = calloc(1, sizeof(*c));
+
+    if (c == NULL) {
+        return NULL;
+    }
+    c->device = device;
+    if (check(cudaSetDevice(device), "cudaSetDevice") != OMPI_SUCCESS ||
+        check_kernel(ringx_kernel_stream_create(&c->in), "stream create") != OMPI_SUCCESS ||
+        check_kernel(ringx_kernel_stream_create(&c->out), "stream create") != OMPI_SUCCESS ||
+        check(cudaEventCreateWithFlags(&c->in_mark, cudaEventDisableTiming),
+              "cudaEventCreate") != OMPI_SUCCESS) {
+        ringx_cuda_release(c);
+        return NULL;
+    }
+    RINGX_LOG(2, "CUDA: device %d ready (two streams, bounce buffers on first staged call)",
+              device);
+    return c;
+}
+
+void *ringx_cuda_context(void **state, int device, int direct)
+{
+    ringx_cuda_t *c = *state;
+
+    if (c != NULL && c->device != device) {
+        ringx_cuda_release(c);
+        c = *state = NULL;
+    }
+    if (c == NULL) {
+        c = *state = create(device);
+    } else if (check(cudaSetDevice(device), "cudaSetDevice") != OMPI_SUCCESS) {
+        return NULL;
+    }
+    if (c != NULL) {
+        c->direct = direct;
+    }
+    return c;
+}
+
+#endif /* RINGX_HAVE_CUDA */

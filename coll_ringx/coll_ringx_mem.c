@@ -1,0 +1,238 @@
+/*
+ * coll_ringx_mem.c - the memory of a call: classification, the choice of
+ * backend (host, direct device, staged), the host backend, and the
+ * primitives the algorithms use.
+ */
+#include "coll_ringx.h"
+
+#include <string.h>
+
+#include "ringx_host_reduce.h"
+
+/* --------------------------------------------------------- host backend */
+
+static int host_reduce(void *ctx, void *dst, const void *a, const void *b, size_t n,
+                       ringx_type_t type, ringx_op_t op)
+{
+    (void)ctx;
+    ringx_host_reduce(dst, a, b, n, type, op);
+    return OMPI_SUCCESS;
+}
+
+static int host_copy(void *ctx, void *dst, const void *src, size_t len)
+{
+    (void)ctx;
+    memcpy(dst, src, len);
+    return OMPI_SUCCESS;
+}
+
+/* A staging copy on host memory: done at once. */
+static int host_copy_slot(void *ctx, void *dst, const void *src, size_t len, int slot)
+{
+    (void)slot;
+    return host_copy(ctx, dst, src, len);
+}
+
+static int host_copied(void *ctx, int slot)
+{
+    (void)ctx;
+    (void)slot;
+    return 1;
+}
+
+static int host_sync(void *ctx)
+{
+    (void)ctx;
+    return OMPI_SUCCESS;
+}
+
+static void *host_scratch(void *ctx, ringx_scratch_kind_t kind, size_t size)
+{
+    mca_coll_ringx_module_t *m = ctx;
+    return ringx_scratch_get(kind == RINGX_SCRATCH_SEGMENTS ? &m->segments : &m->blocks, size);
+}
+
+static void *host_bounce(void *ctx, size_t size, int slots)
+{
+    mca_coll_ringx_module_t *m = ctx;
+    return ringx_scratch_get(&m->bounce, size * (size_t)slots);
+}
+
+static void host_forget_bounce(void *ctx)
+{
+    mca_coll_ringx_module_t *m = ctx;
+    /* Leaked on purpose: an abandoned transfer may still use it. */
+    memset(&m->bounce, 0, sizeof(m->bounce));
+}
+
+static const ringx_mem_ops_t host_ops = {
+    .name = "host",
+    .reduce = host_reduce,
+    .copy = host_copy,
+    .copy_out = host_copy_slot,
+    .copy_in = host_copy_slot,
+    .copied = host_copied,
+    .sync = host_sync,
+    .scratch = host_scratch,
+    .bounce = host_bounce,
+    .forget_bounce = host_forget_bounce,
+};
+
+/* ------------------------------------------------------ classification */
+
+static int is_buffer(const void *p)
+{
+    return p != NULL && p != MPI_IN_PLACE;
+}
+
+static int misaligned(const void *p, size_t align)
+{
+    return is_buffer(p) && (uintptr_t)p % align != 0;
+}
+
+int ringx_mem_classify(ringx_mem_t *mem, const void *a, const void *b, size_t align)
+{
+    int dev_a = -1, dev_b = -1;
+    ringx_memtype_t ta = is_buffer(a) ? ringx_memtype_of(a, &dev_a) : RINGX_MEMTYPE_HOST;
+    ringx_memtype_t tb = is_buffer(b) ? ringx_memtype_of(b, &dev_b) : ta;
+
+    if (!is_buffer(a)) {
+        ta = tb;
+        dev_a = dev_b;
+    }
+    mem->type = ringx_memtype_on_device(ta) ? ta : RINGX_MEMTYPE_HOST;
+    mem->device = dev_a;
+    if (ringx_memtype_on_device(ta) != ringx_memtype_on_device(tb) || dev_a != dev_b) {
+        RINGX_LOG(1, "buffers in %s and %s memory (devices %d, %d): not served",
+                  ringx_memtype_name(ta), ringx_memtype_name(tb), dev_a, dev_b);
+        return RINGX_FALLBACK_MEMORY;
+    }
+#if !RINGX_HAVE_CUDA
+    if (ringx_memtype_on_device(ta)) {
+        RINGX_LOG(1, "%s memory, but this ringx was built without CUDA", ringx_memtype_name(ta));
+        return RINGX_FALLBACK_MEMORY;
+    }
+#endif
+    if (ringx_memtype_on_device(ta) && (misaligned(a, align) || misaligned(b, align))) {
+        RINGX_LOG(1, "device buffers not aligned to %zu bytes: not served", align);
+        return RINGX_FALLBACK_MEMORY;
+    }
+    return RINGX_SERVE;
+}
+
+/* ------------------------------------------------------------- a call */
+
+static int start_device(ringx_mem_t *mem, mca_coll_ringx_module_t *m)
+{
+#if RINGX_HAVE_CUDA
+    int direct = !mca_coll_ringx_component.gpu_force_staging && ringx_ucx_cuda_memory();
+    mem->ctx = ringx_cuda_context(&m->gpu, mem->device, direct);
+    mem->ops = &ringx_cuda_ops;
+    mem->staged = !direct;
+    return mem->ctx != NULL ? OMPI_SUCCESS : OMPI_ERR_NOT_AVAILABLE;
+#else
+    (void)mem;
+    (void)m;
+    return OMPI_ERR_NOT_SUPPORTED;     /* classification keeps device memory away */
+#endif
+}
+
+int ringx_mem_start(ringx_mem_t *mem, mca_coll_ringx_module_t *m, int coll)
+{
+    const mca_coll_ringx_component_t *c = &mca_coll_ringx_component;
+    int rc = OMPI_SUCCESS;
+
+    mem->ops = &host_ops;
+    mem->ctx = m;
+    mem->staged = c->stage_host_buffers;
+    mem->stage = NULL;
+    mem->segment_size = c->segment_size;
+    if (ringx_memtype_on_device(mem->type)) {
+        rc = start_device(mem, m);
+        ringx_count(&mca_coll_ringx_counters.on_device[coll], 1);
+    }
+    if (rc == OMPI_SUCCESS && mem->staged) {
+        mem->stage = ringx_stage_create(mem, c->gpu_bounce_buffers, c->pipeline_depth);
+        rc = mem->stage != NULL ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
+        ringx_count(&mca_coll_ringx_counters.staged[coll], 1);
+    }
+    return rc;
+}
+
+int ringx_mem_finish(ringx_mem_t *mem, int rc)
+{
+    if (mem->stage != NULL) {
+        ringx_stage_destroy(mem);
+    }
+    if (mem->ops != NULL) {
+        int synced = mem->ops->sync(mem->ctx);
+        rc = rc == OMPI_SUCCESS ? synced : rc;
+    }
+    return rc;
+}
+
+int ringx_mem_reduce(ringx_mem_t *mem, void *dst, const void *a, const void *b, size_t n,
+                     ringx_type_t type, ringx_op_t op)
+{
+    return mem->ops->reduce(mem->ctx, dst, a, b, n, type, op);
+}
+
+int ringx_mem_copy(ringx_mem_t *mem, void *dst, const void *src, size_t len)
+{
+    return len == 0 || dst == src ? OMPI_SUCCESS : mem->ops->copy(mem->ctx, dst, src, len);
+}
+
+void *ringx_mem_scratch(ringx_mem_t *mem, ringx_scratch_kind_t kind, size_t size)
+{
+    return mem->ops->scratch(mem->ctx, kind, size);
+}
+
+/* ---------------------------------------------------------- transfers */
+
+int ringx_xfer_send(ringx_mem_t *mem, ringx_peer_t *peer, const void *buf, size_t len,
+                    uint64_t tag, ringx_xfer_t *x)
+{
+    x->staged = 0;
+    return mem->staged ? ringx_stage_send(mem, peer, buf, len, tag, x)
+                       : ringx_ucx_isend_mem(peer, buf, len, tag,
+                                             ringx_memtype_on_device(mem->type), &x->req);
+}
+
+int ringx_xfer_recv(ringx_mem_t *mem, void *buf, size_t len, uint64_t tag, ringx_xfer_t *x)
+{
+    x->staged = 0;
+    return mem->staged ? ringx_stage_recv(mem, buf, len, tag, x)
+                       : ringx_ucx_irecv_mem(buf, len, tag, ringx_memtype_on_device(mem->type),
+                                             &x->req);
+}
+
+void ringx_mem_progress(ringx_mem_t *mem, unsigned *idle)
+{
+    if (mem->stage != NULL) {
+        ringx_stage_progress(mem);
+    }
+    ringx_ucx_progress(idle);
+}
+
+int ringx_xfer_test(ringx_mem_t *mem, ringx_xfer_t *x)
+{
+    return x->staged ? ringx_stage_test(mem, x) : ringx_ucx_test(&x->req);
+}
+
+void ringx_xfer_abandon(ringx_mem_t *mem, ringx_xfer_t *x)
+{
+    if (x->staged) {
+        ringx_stage_abandon(mem, x);
+    } else {
+        ringx_ucx_abandon(&x->req);
+    }
+}
+
+void ringx_xfer_release(ringx_mem_t *mem, ringx_xfer_t *x)
+{
+    if (x->staged) {
+        ringx_stage_release(mem, x);
+    } else {
+        ringx_ucx_release(&x->req);
+    }
+}

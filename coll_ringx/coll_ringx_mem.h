@@ -1,0 +1,134 @@
+/*
+ * coll_ringx_mem.h - where a call's buffers live, and how its data is
+ * moved, copied and reduced there.
+ *
+ * The algorithms are written once, against the primitives below; the
+ * memory backend of the call decides how each runs:
+ *
+ *   host     UCX sends and receives the buffers; the CPU reduces.
+ *   direct   device buffers handed to a CUDA-aware UCX with their memory
+ *            type; ringx's CUDA kernels reduce.
+ *   staged   device buffers go through pinned host bounce buffers:
+ *            device-to-host copy, UCX, host-to-device copy, kernel, with
+ *            the copies, transfers and kernels of different segments in
+ *            flight together (coll_ringx_stage.c).
+ *
+ * Staging can also be forced over host buffers with host copies
+ * (coll_ringx_stage_host_buffers), so that its scheduling is tested on
+ * machines without a GPU.
+ */
+#ifndef COLL_RINGX_MEM_H
+#define COLL_RINGX_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringx_memtype.h"
+#include "ringx_ops.h"
+#include "coll_ringx_ucx.h"
+
+struct mca_coll_ringx_module_t;
+typedef struct ringx_stage ringx_stage_t;
+
+/* Which module scratch buffer: receive slots of the pipelines, or whole
+ * blocks (partial results, Bruck's rotation). */
+typedef enum { RINGX_SCRATCH_SEGMENTS, RINGX_SCRATCH_BLOCKS, RINGX_SCRATCH_KINDS } ringx_scratch_kind_t;
+
+/*
+ * How the memory of a call is copied and reduced.  Copies and reductions
+ * are ordered among themselves (one stream on a GPU); a staging copy's
+ * completion is polled through its bounce slot.  Every function returns
+ * OMPI_SUCCESS or an OMPI error code.
+ */
+typedef struct ringx_mem_ops {
+    const char *name;
+    int (*reduce)(void *ctx, void *dst, const void *a, const void *b, size_t n,
+                  ringx_type_t type, ringx_op_t op);
+    int (*copy)(void *ctx, void *dst, const void *src, size_t len);
+    /* bounce slot `slot` <-> the buffers' memory, asynchronous */
+    int (*copy_out)(void *ctx, void *bounce, const void *src, size_t len, int slot);
+    int (*copy_in)(void *ctx, void *dst, const void *bounce, size_t len, int slot);
+    int (*copied)(void *ctx, int slot);             /* 1 done, 0 not yet, < 0 error */
+    int (*sync)(void *ctx);                         /* everything enqueued has finished */
+    void *(*scratch)(void *ctx, ringx_scratch_kind_t kind, size_t size);
+    void *(*bounce)(void *ctx, size_t size, int slots);  /* host memory UCX sends from */
+    void (*forget_bounce)(void *ctx);               /* UCX may still read it: never reuse */
+} ringx_mem_ops_t;
+
+/* The memory of one call. */
+typedef struct ringx_mem {
+    ringx_memtype_t type;       /* of the buffers (host for host and pinned) */
+    int device;                 /* CUDA ordinal of device buffers, else -1 */
+    int staged;                 /* transfers go through bounce buffers */
+    const ringx_mem_ops_t *ops;
+    void *ctx;                  /* the ops' state */
+    size_t segment_size;        /* bytes per pipelined segment */
+    ringx_stage_t *stage;       /* the staged transfers of this call */
+} ringx_mem_t;
+
+/* A transfer: a UCX request, or a staged transfer of mem->stage. */
+typedef struct ringx_xfer {
+    ringx_req_t req;
+    int staged;                 /* stage entry + 1, 0 when direct */
+} ringx_xfer_t;
+
+/* Finds where the buffers live (MPI_IN_PLACE and NULL are skipped):
+ * RINGX_SERVE, or RINGX_FALLBACK_MEMORY for memory ringx cannot serve
+ * (device memory in a build without CUDA, a host/device mix, buffers on
+ * two devices, device buffers off the elements' alignment `align`, which
+ * the kernels cannot read). */
+int ringx_mem_classify(ringx_mem_t *mem, const void *a, const void *b, size_t align);
+
+/* Makes mem ready to serve a call of module m: picks the backend and sets
+ * up its resources.  coll is counted in the device/staged pvars. */
+int ringx_mem_start(ringx_mem_t *mem, struct mca_coll_ringx_module_t *m, int coll);
+
+/* Ends the call: waits for the copies and kernels still queued and frees
+ * the call's staging state.  Returns rc, or the first error it meets when
+ * rc is OMPI_SUCCESS. */
+int ringx_mem_finish(ringx_mem_t *mem, int rc);
+
+/* dst = a op b, n elements; dst may be a or b. */
+int ringx_mem_reduce(ringx_mem_t *mem, void *dst, const void *a, const void *b, size_t n,
+                     ringx_type_t type, ringx_op_t op);
+int ringx_mem_copy(ringx_mem_t *mem, void *dst, const void *src, size_t len);
+void *ringx_mem_scratch(ringx_mem_t *mem, ringx_scratch_kind_t kind, size_t size);
+
+/* Transfers, as ringx_ucx_* (a zeroed ringx_xfer_t is "none"). */
+int ringx_xfer_send(ringx_mem_t *mem, ringx_peer_t *peer, const void *buf, size_t len,
+                    uint64_t tag, ringx_xfer_t *x);
+int ringx_xfer_recv(ringx_mem_t *mem, void *buf, size_t len, uint64_t tag, ringx_xfer_t *x);
+int ringx_xfer_test(ringx_mem_t *mem, ringx_xfer_t *x);
+void ringx_xfer_abandon(ringx_mem_t *mem, ringx_xfer_t *x);
+/* A send whose receiver has confirmed every byte: UCX finishes it alone. */
+void ringx_xfer_release(ringx_mem_t *mem, ringx_xfer_t *x);
+
+/* One round of progress while waiting: UCX and the staged transfers (see
+ * ringx_ucx_progress for idle). */
+void ringx_mem_progress(ringx_mem_t *mem, unsigned *idle);
+
+/* ---------------------------------------------- staging (coll_ringx_stage.c) */
+
+/* send_slots and recv_slots bounce buffers of segment_size bytes; NULL if
+ * out of memory. */
+ringx_stage_t *ringx_stage_create(ringx_mem_t *mem, int send_slots, int recv_slots);
+void ringx_stage_destroy(ringx_mem_t *mem);
+int ringx_stage_send(ringx_mem_t *mem, ringx_peer_t *peer, const void *buf, size_t len,
+                     uint64_t tag, ringx_xfer_t *x);
+int ringx_stage_recv(ringx_mem_t *mem, void *buf, size_t len, uint64_t tag, ringx_xfer_t *x);
+int ringx_stage_test(ringx_mem_t *mem, ringx_xfer_t *x);
+void ringx_stage_progress(ringx_mem_t *mem);
+void ringx_stage_abandon(ringx_mem_t *mem, ringx_xfer_t *x);
+void ringx_stage_release(ringx_mem_t *mem, ringx_xfer_t *x);
+
+/* ------------------------------------------------ CUDA (coll_ringx_cuda.c) */
+
+/* The CUDA backend's per-module state, for the device of dev; NULL (with
+ * a verbose message) if the device cannot be used.  direct: UCX moves
+ * device memory itself, so every copy and kernel finishes before its call
+ * returns to the algorithm. */
+void *ringx_cuda_context(void **state, int device, int direct);
+void ringx_cuda_release(void *state);
+extern const ringx_mem_ops_t ringx_cuda_ops;
+
+#endif /* COLL_RINGX_MEM_H */

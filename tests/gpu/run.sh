@@ -1,0 +1,89 @@
+#!/bin/sh
+# tests/gpu/run.sh - every GPU test of ringx in one go, for a machine with
+# a CUDA device:
+#   1. the kernels against the host reductions, memory-type detection and
+#      kernel throughput (tests/gpu/check_kernels);
+#   2. the MPI correctness matrix on device buffers (tests/mpi/gpu-*.mpi);
+#   3. compute-sanitizer memcheck over a 2-rank run of that matrix (--quick);
+#   4. the benchmark with device memory at np 2 and 4 (ringx next to "copy
+#      to host, stock collective, copy back"), CSV files beside the log.
+#
+#   tests/gpu/run.sh [BUILD_DIR]     (default: _build)
+#
+# Open MPI and UCX must be on PATH (see ../shared/gpu/README.md for a
+# machine without them).  Writes BUILD_DIR/gpu/run.log and prints a
+# summary; exits 0 if everything passed, 77 if there is no CUDA device,
+# 1 otherwise.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+build=$(cd "${1:-$top/_build}" && pwd)
+out=$build/gpu
+log=$out/run.log
+mkdir -p "$out"
+: >"$log"
+passed=0 failed=0 skipped=0
+
+say() {
+    echo "$*" | tee -a "$log"
+}
+
+# step NAME COMMAND...: runs it with its output in the log, counts the outcome.
+step() {
+    name=$1
+    shift
+    say "== $name: $*"
+    "$@" >>"$log" 2>&1
+    status=$?
+    case $status in
+    0) passed=$((passed + 1)); say "PASS: $name" ;;
+    77) skipped=$((skipped + 1)); say "SKIP: $name" ;;
+    *) failed=$((failed + 1)); say "FAIL: $name (exit $status)" ;;
+    esac
+    return $status
+}
+
+RINGX_COMPONENT_DIR=$build/components
+RINGX_TEST_BINDIR=$build/tests/mpi
+export RINGX_COMPONENT_DIR RINGX_TEST_BINDIR
+unset RINGX_MPIRUN_ARGS
+
+say "ringx GPU tests, $(date -u '+%Y-%m-%d %H:%M UTC'), build $build"
+command -v nvidia-smi >/dev/null 2>&1 &&
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$log" 2>&1
+
+step kernels "$build/tests/gpu/check_kernels"
+if [ "$status" = 77 ]; then
+    say "SKIP: no CUDA device; nothing else to run"
+    exit 77
+fi
+grep -E '^(throughput|memtype)' "$log" | sed 's/^/  /'
+
+for t in gpu-np2 gpu-np3 gpu-np4; do
+    step "$t" sh "$top/tests/mpi/mpi_test.sh" "$top/tests/mpi/$t.mpi"
+done
+
+sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
+if [ -x "$sanitizer" ]; then
+    step memcheck sh "$top/tests/mpi/run_mpi_test.sh" 2 \
+        "$sanitizer" --tool memcheck --error-exitcode 9 \
+        "$build/tests/mpi/ringx_correctness" --mem cuda --quick
+else
+    say "FAIL: memcheck (no compute-sanitizer)"
+    failed=$((failed + 1))
+fi
+
+# The table also goes to its own file: bench-cuda-npN.txt beside the CSV.
+bench() {
+    sh "$top/tests/mpi/run_mpi_test.sh" "$1" "$build/bench/ringx_bench" --mem cuda -e 64M \
+        --csv "$out/bench-cuda-np$1.csv" >"$out/bench-cuda-np$1.txt" 2>&1
+    status=$?
+    cat "$out/bench-cuda-np$1.txt"
+    return $status
+}
+for np in 2 4; do
+    step "bench-np$np" bench "$np"
+done
+
+say "summary: $passed passed, $failed failed, $skipped skipped (log: $log)"
+[ "$failed" = 0 ]
