@@ -9,6 +9,9 @@
  *
  * Bruck (any rank count): log2(p) steps gathering the blocks of ranks
  * rank, rank+1, .. in a scratch buffer, rotated into place at the end.
+ *
+ * Neighbour exchange (even rank counts): p/2 steps, each swapping a pair
+ * of blocks with one neighbour or the other, straight into place.
  */
 #include "coll_ringx.h"
 
@@ -78,6 +81,28 @@ static void bruck_steps(ringx_xsched_t *s, char *gathered, size_t block_bytes)
     }
 }
 
+_Static_assert(RINGX_NEIGHBOR_EXCHANGE_MAX_RANKS / 2 <= RINGX_XSCHED_MAX_STEPS,
+              "neighbour exchange fits the step list");
+
+static void neighbor_exchange_steps(ringx_xsched_t *s, char *result, size_t block_bytes)
+{
+    int rank = s->module->rank, p = s->module->size;
+    int partner = ringx_neighbor_partner(rank, p, 0);
+    size_t pair_bytes = 2 * block_bytes;
+
+    ringx_xsched_recv(s, partner, result + (size_t)partner * block_bytes, block_bytes);
+    ringx_xsched_also_send(s, partner, result + (size_t)rank * block_bytes, block_bytes);
+    for (int step = 1; step < p / 2; step++) {
+        partner = ringx_neighbor_partner(rank, p, step);
+        ringx_xsched_recv(s, partner,
+                          result + (size_t)ringx_neighbor_recv_pair(rank, p, step) * pair_bytes,
+                          pair_bytes);
+        ringx_xsched_also_send(s, partner,
+                               result + (size_t)ringx_neighbor_send_pair(rank, p, step) * pair_bytes,
+                               pair_bytes);
+    }
+}
+
 static int allgather_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg_t alg,
                          const char *own, char *result, size_t block_bytes, size_t elem_size)
 {
@@ -99,7 +124,11 @@ static int allgather_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg
         bruck_steps(&s, gathered, block_bytes);
     } else {
         rc = ringx_mem_copy(mem, own_block, own, block_bytes);
-        recursive_doubling_steps(&s, result, block_bytes);
+        if (alg == RINGX_ALG_NEIGHBOR_EXCHANGE) {
+            neighbor_exchange_steps(&s, result, block_bytes);
+        } else {
+            recursive_doubling_steps(&s, result, block_bytes);
+        }
     }
     if (rc == OMPI_SUCCESS) {
         rc = ringx_xsched_run(&s);

@@ -23,8 +23,13 @@ typedef enum ringx_alg {
     RINGX_ALG_RABENSEIFNER,         /* allreduce */
     RINGX_ALG_BRUCK,                /* allgather */
     RINGX_ALG_RECURSIVE_HALVING,    /* reduce_scatter_block */
+    RINGX_ALG_NEIGHBOR_EXCHANGE,    /* allgather (even rank counts) */
     RINGX_ALG_COUNT
 } ringx_alg_t;
+
+/* Neighbour exchange takes p/2 steps; beyond this many ranks the ring
+ * serves instead (the step list of a call has a fixed size). */
+#define RINGX_NEIGHBOR_EXCHANGE_MAX_RANKS 128
 
 typedef enum ringx_fallback {
     RINGX_FALLBACK_DISABLED,   /* collective switched off by its MCA variable */

@@ -169,6 +169,38 @@ static inline int ringx_bruck_count(int p, int d)
     return d < p - d ? d : p - d;
 }
 
+/*
+ * Neighbour exchange (allgather, even p; Chen et al., "Performance
+ * evaluation of Allgather algorithms on terascale Linux cluster with fast
+ * Ethernet", 2005).  Blocks go in pairs {2k, 2k+1}, k < p/2.  At step 0
+ * each rank swaps its own block with the other rank of its pair; at each
+ * step i = 1 .. p/2-1 it swaps with one neighbour or the other, by turns,
+ * passing on the pair it got at the step before: p/2 steps instead of the
+ * ring's p-1.
+ */
+static inline int ringx_neighbor_partner(int rank, int p, int step)
+{
+    /* even ranks start upwards, odd ranks downwards, then they alternate */
+    int up = (rank % 2 == 0) == (step % 2 == 0);
+    return up ? (rank + 1) % p : (rank + p - 1) % p;
+}
+
+/* The pair a rank receives at step >= 1: its own pair's index plus -1, +1,
+ * -2, +2, .. (mirrored for odd ranks), modulo p/2. */
+static inline int ringx_neighbor_recv_pair(int rank, int p, int step)
+{
+    int n = p / 2, d = step % 2 ? -(step + 1) / 2 : step / 2;
+    d = rank % 2 ? -d : d;
+    return ((rank / 2 + d) % n + n) % n;
+}
+
+/* The pair a rank sends at step >= 1: the one it holds since step 0 first,
+ * then the one it received at the step before. */
+static inline int ringx_neighbor_send_pair(int rank, int p, int step)
+{
+    return step <= 1 ? rank / 2 : ringx_neighbor_recv_pair(rank, p, step - 1);
+}
+
 /* --------------------------------------------------------------- tags */
 
 /*

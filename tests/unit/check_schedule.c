@@ -274,6 +274,33 @@ START_TEST(bruck_gathers_every_block_once)
 }
 END_TEST
 
+/* Neighbour exchange: partners agree, each step's pair is the one its
+ * partner sends, and every pair arrives exactly once. */
+START_TEST(neighbor_exchange_gathers_every_pair_once)
+{
+    for (int p = 2; p <= MAX_P; p += 2) {
+        for (int r = 0; r < p; r++) {
+            int seen[MAX_P / 2] = { 0 };
+            int q0 = ringx_neighbor_partner(r, p, 0);
+            ck_assert_int_eq(ringx_neighbor_partner(q0, p, 0), r);
+            ck_assert_int_eq(q0 / 2, r / 2);        /* step 0 stays inside the pair */
+            seen[r / 2]++;
+            for (int step = 1; step < p / 2; step++) {
+                int q = ringx_neighbor_partner(r, p, step);
+                ck_assert_int_eq(ringx_neighbor_partner(q, p, step), r);
+                ck_assert_int_eq(ringx_neighbor_recv_pair(r, p, step),
+                                 ringx_neighbor_send_pair(q, p, step));
+                seen[ringx_neighbor_recv_pair(r, p, step)]++;
+            }
+            for (int k = 0; k < p / 2; k++) {
+                ck_assert_msg(seen[k] == 1, "p=%d rank %d: pair %d arrives %d times", p, r, k,
+                              seen[k]);
+            }
+        }
+    }
+}
+END_TEST
+
 /* ----------------------------------------------------------- decisions */
 
 START_TEST(decision_defaults_follow_size)
@@ -429,6 +456,7 @@ static Suite *schedule_suite(void)
     tcase_add_test(ring, halving_ends_with_own_newrank);
     tcase_add_test(ring, doubling_windows_grow_to_everything);
     tcase_add_test(ring, bruck_gathers_every_block_once);
+    tcase_add_test(ring, neighbor_exchange_gathers_every_pair_once);
     tcase_add_test(decision, decision_defaults_follow_size);
     tcase_add_test(decision, decision_rejects_malformed_defaults);
     tcase_add_test(decision, decision_substitutes_what_cannot_run);
