@@ -94,19 +94,6 @@ int ringx_mem_reduce(ringx_mem_t *mem, void *dst, const void *a, const void *b, 
 int ringx_mem_copy(ringx_mem_t *mem, void *dst, const void *src, size_t len);
 void *ringx_mem_scratch(ringx_mem_t *mem, ringx_scratch_kind_t kind, size_t size);
 
-/* Transfers, as ringx_ucx_* (a zeroed ringx_xfer_t is "none"). */
-int ringx_xfer_send(ringx_mem_t *mem, ringx_peer_t *peer, const void *buf, size_t len,
-                    uint64_t tag, ringx_xfer_t *x);
-int ringx_xfer_recv(ringx_mem_t *mem, void *buf, size_t len, uint64_t tag, ringx_xfer_t *x);
-int ringx_xfer_test(ringx_mem_t *mem, ringx_xfer_t *x);
-void ringx_xfer_abandon(ringx_mem_t *mem, ringx_xfer_t *x);
-/* A send whose receiver has confirmed every byte: UCX finishes it alone. */
-void ringx_xfer_release(ringx_mem_t *mem, ringx_xfer_t *x);
-
-/* One round of progress while waiting: UCX and the staged transfers (see
- * ringx_ucx_progress for idle). */
-void ringx_mem_progress(ringx_mem_t *mem, unsigned *idle);
-
 /* ---------------------------------------------- staging (coll_ringx_stage.c) */
 
 /* send_slots and recv_slots bounce buffers of segment_size bytes; NULL if
@@ -120,6 +107,63 @@ int ringx_stage_test(ringx_mem_t *mem, ringx_xfer_t *x);
 void ringx_stage_progress(ringx_mem_t *mem);
 void ringx_stage_abandon(ringx_mem_t *mem, ringx_xfer_t *x);
 void ringx_stage_release(ringx_mem_t *mem, ringx_xfer_t *x);
+
+/* --------------------------------------------------------------- transfers */
+
+/* As ringx_ucx_* (a zeroed ringx_xfer_t is "none").  Inline: they sit in
+ * the engines' polling loops, where host memory must pay no more than a
+ * branch for the GPU support. */
+static inline int ringx_xfer_send(ringx_mem_t *mem, ringx_peer_t *peer, const void *buf,
+                                  size_t len, uint64_t tag, ringx_xfer_t *x)
+{
+    x->staged = 0;
+    return mem->staged ? ringx_stage_send(mem, peer, buf, len, tag, x)
+                       : ringx_ucx_isend_mem(peer, buf, len, tag,
+                                             ringx_memtype_on_device(mem->type), &x->req);
+}
+
+static inline int ringx_xfer_recv(ringx_mem_t *mem, void *buf, size_t len, uint64_t tag,
+                                  ringx_xfer_t *x)
+{
+    x->staged = 0;
+    return mem->staged ? ringx_stage_recv(mem, buf, len, tag, x)
+                       : ringx_ucx_irecv_mem(buf, len, tag, ringx_memtype_on_device(mem->type),
+                                             &x->req);
+}
+
+static inline int ringx_xfer_test(ringx_mem_t *mem, ringx_xfer_t *x)
+{
+    return x->staged ? ringx_stage_test(mem, x) : ringx_ucx_test(&x->req);
+}
+
+static inline void ringx_xfer_abandon(ringx_mem_t *mem, ringx_xfer_t *x)
+{
+    if (x->staged) {
+        ringx_stage_abandon(mem, x);
+    } else {
+        ringx_ucx_abandon(&x->req);
+    }
+}
+
+/* A send whose receiver has confirmed every byte: UCX finishes it alone. */
+static inline void ringx_xfer_release(ringx_mem_t *mem, ringx_xfer_t *x)
+{
+    if (x->staged) {
+        ringx_stage_release(mem, x);
+    } else {
+        ringx_ucx_release(&x->req);
+    }
+}
+
+/* One round of progress while waiting: UCX and the staged transfers (see
+ * ringx_ucx_progress for idle). */
+static inline void ringx_mem_progress(ringx_mem_t *mem, unsigned *idle)
+{
+    if (mem->stage != NULL) {
+        ringx_stage_progress(mem);
+    }
+    ringx_ucx_progress(idle);
+}
 
 /* ------------------------------------------------ CUDA (coll_ringx_cuda.c) */
 
