@@ -136,6 +136,16 @@ static void fail(ringx_stage_t *st, stage_entry_t *e, int rc)
     free_slot(st, e);
 }
 
+/* Whether a poll (1 done, 0 not yet, < 0 failed) says the entry's current
+ * stage is over; a failure is recorded in the entry. */
+static int polled_done(ringx_stage_t *st, stage_entry_t *e, int rc)
+{
+    if (rc < 0) {
+        fail(st, e, rc);
+    }
+    return rc > 0;
+}
+
 /* Moves entry i on as far as it can go now. */
 static void advance(ringx_mem_t *mem, int i)
 {
@@ -145,11 +155,7 @@ static void advance(ringx_mem_t *mem, int i)
 
     for (;;) {
         if (e->state == ENTRY_COPYING) {
-            rc = mem->ops->copied(mem->ctx, e->slot);
-            if (rc <= 0) {
-                if (rc < 0) {
-                    fail(st, e, rc);
-                }
+            if (!polled_done(st, e, mem->ops->copied(mem->ctx, e->slot))) {
                 return;
             }
             if (e->dir == DIR_RECV) {
@@ -160,11 +166,7 @@ static void advance(ringx_mem_t *mem, int i)
             rc = ringx_ucx_isend(e->peer, slot_buffer(st, e->slot), e->len, e->tag, &e->req);
             e->state = ENTRY_WIRE;
         } else if (e->state == ENTRY_WIRE) {
-            rc = ringx_ucx_test(&e->req);
-            if (rc <= 0) {
-                if (rc < 0) {
-                    fail(st, e, rc);
-                }
+            if (!polled_done(st, e, ringx_ucx_test(&e->req))) {
                 return;
             }
             if (e->dir == DIR_SEND) {
