@@ -43,29 +43,29 @@ typedef int (*get_attributes_fn)(unsigned int n, int *attributes, void **data,
 
 static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 static get_attributes_fn get_attributes;    /* NULL: no driver on this machine */
+/* Set once the driver has been looked for: every host call then costs a
+ * load and a branch, not a pthread_once. */
+static int driver_known;
 
 static void open_driver(void)
 {
     /* Kept open for good: the entry point must stay valid. */
     void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
     get_attributes = lib ? (get_attributes_fn)dlsym(lib, "cuPointerGetAttributes") : NULL;
+    __atomic_store_n(&driver_known, 1, __ATOMIC_RELEASE);
 }
 
-ringx_memtype_t ringx_memtype_of(const void *ptr, int *device)
+/* What the driver says of ptr. */
+static ringx_memtype_t ask_driver(get_attributes_fn get, const void *ptr, int *device)
 {
-    get_attributes_fn get;
     int attributes[3] = { DRV_ATTR_MEMORY_TYPE, DRV_ATTR_IS_MANAGED, DRV_ATTR_DEVICE_ORDINAL };
     unsigned int type = 0, managed = 0;
     int ordinal = -1;
     void *data[3] = { &type, &managed, &ordinal };
 
-    *device = -1;
-    (void)pthread_once(&driver_once, open_driver);
-    get = get_attributes;
     /* Unknown pointers succeed with type 0 (the driver's documented
      * default); a failure (driver not initialised) means no device memory. */
-    if (get == NULL || ptr == NULL ||
-        get(3, attributes, data, (unsigned long long)(uintptr_t)ptr) != 0) {
+    if (get(3, attributes, data, (unsigned long long)(uintptr_t)ptr) != 0) {
         return RINGX_MEMTYPE_HOST;
     }
     if (managed) {
@@ -77,6 +77,16 @@ ringx_memtype_t ringx_memtype_of(const void *ptr, int *device)
         return RINGX_MEMTYPE_DEVICE;
     }
     return type == DRV_MEMORYTYPE_HOST ? RINGX_MEMTYPE_PINNED : RINGX_MEMTYPE_HOST;
+}
+
+ringx_memtype_t ringx_memtype_of(const void *ptr, int *device)
+{
+    *device = -1;
+    if (!__atomic_load_n(&driver_known, __ATOMIC_ACQUIRE)) {
+        (void)pthread_once(&driver_once, open_driver);
+    }
+    return get_attributes == NULL || ptr == NULL ? RINGX_MEMTYPE_HOST
+                                                 : ask_driver(get_attributes, ptr, device);
 }
 
 const char *ringx_memtype_name(ringx_memtype_t t)

@@ -268,17 +268,13 @@ static int posted(ucs_status_ptr_t sp, ringx_req_t *req)
     return OMPI_SUCCESS;
 }
 
-/* Names the buffers' memory type to UCX when they are device memory;
- * host memory needs no attribute. */
-static ucp_request_param_t transfer_param(int device_memory)
-{
-    ucp_request_param_t param = { .op_attr_mask = 0 };
-    if (device_memory) {
-        param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-        param.memory_type = UCS_MEMORY_TYPE_CUDA;
+/* The buffers' memory type goes to UCX only for device memory: host
+ * memory needs no attribute. */
+#define TRANSFER_PARAM(device_memory)                                             \
+    {                                                                             \
+        .op_attr_mask = (device_memory) ? UCP_OP_ATTR_FIELD_MEMORY_TYPE : 0,      \
+        .memory_type = (device_memory) ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST \
     }
-    return param;
-}
 
 int ringx_ucx_isend_mem(ringx_peer_t *peer, const void *buf, size_t len, uint64_t tag,
                         int device_memory, ringx_req_t *req)
@@ -291,14 +287,14 @@ int ringx_ucx_isend_mem(ringx_peer_t *peer, const void *buf, size_t len, uint64_
             return rc;
         }
     }
-    ucp_request_param_t param = transfer_param(device_memory);
+    ucp_request_param_t param = TRANSFER_PARAM(device_memory);
     return posted(ucp_tag_send_nbx(ep, buf, len, tag, &param), req);
 }
 
 int ringx_ucx_irecv_mem(void *buf, size_t len, uint64_t tag, int device_memory,
                         ringx_req_t *req)
 {
-    ucp_request_param_t param = transfer_param(device_memory);
+    ucp_request_param_t param = TRANSFER_PARAM(device_memory);
     return posted(ucp_tag_recv_nbx(ucx.worker, buf, len, tag, UINT64_MAX, &param), req);
 }
 
