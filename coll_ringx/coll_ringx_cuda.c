@@ -198,7 +198,6 @@ static void cuda_forget_bounce(void *ctx)
 }
 
 const ringx_mem_ops_t ringx_cuda_ops = {
-    .name = "cuda",
     .reduce = cuda_reduce,
     .copy = cuda_copy,
     .copy_out = cuda_copy_out,

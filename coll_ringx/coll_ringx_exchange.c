@@ -264,7 +264,7 @@ static int setup(exchange_t *x, ringx_xsched_t *s)
     x->cap_sends = sizeof(x->inline_sends) / sizeof(x->inline_sends[0]);
     x->nsends = 0;
     x->idle = 0;
-    x->seg_bytes = ringx_segment_elems(s->mem->segment_size, s->elem_size) *
+    x->seg_bytes = ringx_segment_elems(mca_coll_ringx_component.segment_size, s->elem_size) *
                    s->elem_size;
     x->seq = m->seq++;
     x->depth = mca_coll_ringx_component.pipeline_depth;

@@ -66,7 +66,6 @@ static void host_forget_bounce(void *ctx)
 }
 
 static const ringx_mem_ops_t host_ops = {
-    .name = "host",
     .reduce = host_reduce,
     .copy = host_copy,
     .copy_out = host_copy_slot,
@@ -146,7 +145,6 @@ int ringx_mem_start(ringx_mem_t *mem, mca_coll_ringx_module_t *m, int coll)
     mem->ctx = m;
     mem->staged = c->stage_host_buffers;
     mem->stage = NULL;
-    mem->segment_size = c->segment_size;
     if (ringx_memtype_on_device(mem->type)) {
         rc = start_device(mem, m);
         ringx_count(&mca_coll_ringx_counters.on_device[coll], 1);
@@ -155,6 +153,11 @@ int ringx_mem_start(ringx_mem_t *mem, mca_coll_ringx_module_t *m, int coll)
         mem->stage = ringx_stage_create(mem, c->gpu_bounce_buffers, c->pipeline_depth);
         rc = mem->stage != NULL ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
         ringx_count(&mca_coll_ringx_counters.staged[coll], 1);
+    }
+    if (mem->ops != &host_ops || mem->staged) {
+        RINGX_LOG(2, "%s: %s memory (device %d), transfers %s", ringx_coll_name((ringx_coll_t)coll),
+                  ringx_memtype_name(mem->type), mem->device,
+                  mem->staged ? "staged through host bounce buffers" : "straight to UCX");
     }
     return rc;
 }

@@ -41,7 +41,6 @@ typedef enum { RINGX_SCRATCH_SEGMENTS, RINGX_SCRATCH_BLOCKS, RINGX_SCRATCH_KINDS
  * OMPI_SUCCESS or an OMPI error code.
  */
 typedef struct ringx_mem_ops {
-    const char *name;
     int (*reduce)(void *ctx, void *dst, const void *a, const void *b, size_t n,
                   ringx_type_t type, ringx_op_t op);
     int (*copy)(void *ctx, void *dst, const void *src, size_t len);
@@ -62,7 +61,6 @@ typedef struct ringx_mem {
     int staged;                 /* transfers go through bounce buffers */
     const ringx_mem_ops_t *ops;
     void *ctx;                  /* the ops' state */
-    size_t segment_size;        /* bytes per pipelined segment */
     ringx_stage_t *stage;       /* the staged transfers of this call */
 } ringx_mem_t;
 
@@ -96,7 +94,7 @@ void *ringx_mem_scratch(ringx_mem_t *mem, ringx_scratch_kind_t kind, size_t size
 
 /* ---------------------------------------------- staging (coll_ringx_stage.c) */
 
-/* send_slots and recv_slots bounce buffers of segment_size bytes; NULL if
+/* send_slots and recv_slots bounce buffers of one segment (coll_ringx_segment_size); NULL if
  * out of memory. */
 ringx_stage_t *ringx_stage_create(ringx_mem_t *mem, int send_slots, int recv_slots);
 void ringx_stage_destroy(ringx_mem_t *mem);

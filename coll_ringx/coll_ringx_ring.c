@@ -287,7 +287,7 @@ static int walk_setup(ring_walk_t *w, ringx_ring_t *ring)
     w->mem = ring->mem;
     w->left = m->peers[(m->rank + m->size - 1) % m->size];
     w->right = m->peers[(m->rank + 1) % m->size];
-    w->seg_elems = ringx_segment_elems(ring->mem->segment_size, ring->elem_size);
+    w->seg_elems = ringx_segment_elems(mca_coll_ringx_component.segment_size, ring->elem_size);
     w->seg_bytes = w->seg_elems * ring->elem_size;
     w->seq = m->seq++;
     w->depth = mca_coll_ringx_component.pipeline_depth;

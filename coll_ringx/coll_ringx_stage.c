@@ -343,7 +343,7 @@ ringx_stage_t *ringx_stage_create(ringx_mem_t *mem, int send_slots, int recv_slo
     st->first_slot[DIR_SEND] = 0;
     st->first_slot[DIR_RECV] = send_slots;
     /* Room for one segment of any element size, cache-line multiple. */
-    st->slot_bytes = (mem->segment_size + 16 + 63) / 64 * 64;
+    st->slot_bytes = (mca_coll_ringx_component.segment_size + 16 + 63) / 64 * 64;
     st->owner = malloc((size_t)nslots * sizeof(*st->owner));
     st->bounce = mem->ops->bounce(mem->ctx, st->slot_bytes, nslots);
     if (st->owner == NULL || st->bounce == NULL) {
