@@ -50,6 +50,7 @@ typedef struct mca_coll_ringx_component_t {
     bool gpu_force_staging;               /* stage device buffers even with CUDA-aware UCX */
     int gpu_bounce_buffers;               /* send bounce buffers per staged call */
     bool stage_host_buffers;              /* testing: stage host buffers too */
+    size_t mailbox_bytes;                 /* largest message through a mailbox; 0: none */
     char *fill;                           /* components that fill empty slots */
 
     int output;                           /* opal_output stream for verbose logs */
@@ -57,8 +58,15 @@ typedef struct mca_coll_ringx_component_t {
 
 RINGX_EXPORT extern mca_coll_ringx_component_t mca_coll_ringx_component;
 
-#define RINGX_LOG(level, ...) \
-    opal_output_verbose((level), mca_coll_ringx_component.output, "coll:ringx: " __VA_ARGS__)
+/* The level is tested here so that a call's log arguments cost nothing
+ * when nobody reads them. */
+#define RINGX_LOG(level, ...)                                                              \
+    do {                                                                                   \
+        if (OPAL_UNLIKELY(mca_coll_ringx_component.verbose >= (level))) {                  \
+            opal_output_verbose((level), mca_coll_ringx_component.output,                  \
+                                "coll:ringx: " __VA_ARGS__);                               \
+        }                                                                                  \
+    } while (0)
 
 /* Registers the performance variables (coll_ringx_pvar.c). */
 int mca_coll_ringx_register_pvars(void);
@@ -75,6 +83,7 @@ typedef struct ringx_counters {
     unsigned long long fallbacks[RINGX_COLL_COUNT][RINGX_FALLBACK_COUNT];
     unsigned long long on_device[RINGX_COLL_COUNT];   /* calls on device memory */
     unsigned long long staged[RINGX_COLL_COUNT];      /* calls through bounce buffers */
+    unsigned long long mailbox[RINGX_COLL_COUNT];     /* calls with mailbox messages */
 } ringx_counters_t;
 
 extern ringx_counters_t mca_coll_ringx_counters;
@@ -102,6 +111,21 @@ typedef struct ringx_scratch {
     size_t size;
 } ringx_scratch_t;
 
+/* Mailboxes (coll_ringx_mailbox.c): communicators with a context id below
+ * RINGX_MAILBOX_COMMS, exchange steps below RINGX_MAILBOX_STEPS (twice
+ * log2 of 128 ranks, plus the folds), messages up to
+ * coll_ringx_mailbox_bytes (at most RINGX_MAILBOX_MAX_BYTES). */
+#define RINGX_MAILBOX_COMMS 64
+#define RINGX_MAILBOX_STEPS 16
+#define RINGX_MAILBOX_MAX_BYTES 65536
+
+typedef struct ringx_mailbox {
+    char *local;                /* this rank's region; NULL: no mailboxes */
+    char **remote;              /* by rank: its region, mapped here */
+    size_t bytes;               /* data bytes per slot */
+    size_t stride;              /* bytes per slot */
+} ringx_mailbox_t;
+
 typedef struct mca_coll_ringx_module_t {
     mca_coll_base_module_t super;
 
@@ -124,6 +148,7 @@ typedef struct mca_coll_ringx_module_t {
     uint32_t comm_id;                     /* Open MPI's context id: same on all members */
     uint32_t seq;                         /* ringx calls served so far */
     ringx_peer_t **peers;                 /* by rank; NULL for self */
+    ringx_mailbox_t mailbox;              /* small messages on this node */
     ringx_req_t parked[RINGX_MAX_PARKED]; /* handshake receives not yet matched */
     int nparked;
 
@@ -246,6 +271,38 @@ struct ringx_ring {
 
 int ringx_ring_run(ringx_ring_t *ring);
 
+/* ------------------------------------------------------------ mailboxes */
+
+/* The window each process needs for coll_ringx_mailbox_bytes (0: none). */
+size_t ringx_mailbox_window_bytes(void);
+
+/* Sets up m's mailboxes from the peers' windows mapped here (by rank;
+ * NULL where not mapped; windows NULL: none), or leaves them off;
+ * collective over comm. */
+int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                          char *const *windows);
+void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m);
+
+/* Whether exchange step `step` of `bytes` goes through the mailboxes: the
+ * same answer on the sending and the receiving rank. */
+static inline int ringx_mailbox_carries(const mca_coll_ringx_module_t *m, int step,
+                                        size_t bytes)
+{
+    return m->mailbox.local != NULL && bytes <= m->mailbox.bytes && step < RINGX_MAILBOX_STEPS;
+}
+
+/* Writes len bytes of buf into rank to's slot for (seq, step). */
+int ringx_mailbox_put(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int to, uint32_t seq,
+                      int step, const void *buf, size_t len);
+
+/* Waits, progressing, for the data of (seq, step) in this rank's slot and
+ * returns it (host memory, valid until the call returns). */
+const char *ringx_mailbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
+                               int step, unsigned *idle);
+
+/* Copies received data into dst, in the call's memory. */
+int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len);
+
 /* ------------------------------------------------------ exchange steps */
 
 /*
@@ -271,6 +328,7 @@ typedef struct ringx_xstep {
 typedef struct ringx_xsched {
     mca_coll_ringx_module_t *module;
     ringx_mem_t *mem;
+    ringx_coll_t coll;
     ringx_reduction_t red;
     size_t elem_size;
     size_t total_bytes;        /* the call's whole buffer: same on every rank */
@@ -282,7 +340,7 @@ typedef struct ringx_xsched {
 /* Starts an empty schedule (only the header is set: the step array is
  * large and filled step by step). */
 void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
-                       ringx_reduction_t red, size_t elem_size, size_t total_bytes);
+                       ringx_coll_t coll, ringx_reduction_t red, size_t elem_size, size_t total_bytes);
 
 /* Appends a step that only sends, only receives, or both. */
 void ringx_xsched_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);

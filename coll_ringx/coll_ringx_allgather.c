@@ -127,7 +127,7 @@ static int allgather_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg
     if (gathered == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    ringx_xsched_init(&s, m, mem, none, elem_size, total);
+    ringx_xsched_init(&s, m, mem, RINGX_COLL_ALLGATHER, none, elem_size, total);
     if (alg == RINGX_ALG_BRUCK) {
         rc = ringx_mem_copy(mem, gathered, own, block_bytes);
         bruck_steps(&s, own, gathered, block_bytes);

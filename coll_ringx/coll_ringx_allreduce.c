@@ -187,7 +187,8 @@ static int allreduce_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg
     ringx_xsched_t s;
     const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
 
-    ringx_xsched_init(&s, m, mem, red, ringx_type_size(red.type), count * ringx_type_size(red.type));
+    ringx_xsched_init(&s, m, mem, RINGX_COLL_ALLREDUCE, red, ringx_type_size(red.type),
+                      count * ringx_type_size(red.type));
     if (alg == RINGX_ALG_RECURSIVE_DOUBLING) {
         recursive_doubling_steps(&s, input, rbuf, s.total_bytes);
     } else {

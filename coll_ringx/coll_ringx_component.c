@@ -22,6 +22,7 @@
 /* Send-side bounce buffers per staged call: enough to keep copies out,
  * transfers and the receiver's copies in of a few segments in flight. */
 #define RINGX_DEFAULT_BOUNCE_BUFFERS 4
+#define RINGX_DEFAULT_MAILBOX_BYTES 1024
 #define RINGX_MAX_BOUNCE_BUFFERS 64
 /* The stock components that serve the other collectives under the default
  * selection: self (MPI_COMM_SELF), inter (intercommunicators), tuned and
@@ -53,6 +54,7 @@ mca_coll_ringx_component_t mca_coll_ringx_component = {
     .pipeline_depth = RINGX_DEFAULT_PIPELINE_DEPTH,
     .yield = -1,
     .gpu_bounce_buffers = RINGX_DEFAULT_BOUNCE_BUFFERS,
+    .mailbox_bytes = RINGX_DEFAULT_MAILBOX_BYTES,
     .output = -1,
 };
 
@@ -202,6 +204,14 @@ static int ringx_register(void)
                  "buffers, host copies), to exercise it on machines without a GPU",
                  MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
                  &c->stage_host_buffers);
+    register_var("mailbox_bytes",
+                 "Largest message (bytes, at most 65536) that a rank writes straight into the "
+                 "memory of a peer on the same node instead of sending it through UCX's "
+                 "message queues; 0: never. Used by the exchange steps of the log(p) "
+                 "algorithms on communicators whose ranks share a node. Each process "
+                 "reserves 64 communicators x 32 slots of this size in shared memory",
+                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+                 &c->mailbox_bytes);
     c->fill = RINGX_DEFAULT_FILL;
     register_var("fill",
                  "Open MPI coll components that ringx loads to serve the collective slots "

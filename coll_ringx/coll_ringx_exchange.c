@@ -35,6 +35,7 @@ typedef struct exchange {
     size_t nsends, cap_sends;
     pending_send_t inline_sends[16];
     unsigned idle;
+    int mailbox_used;
 } exchange_t;
 
 static uint64_t tag_of(const exchange_t *x, int step, size_t seg)
@@ -141,17 +142,58 @@ static size_t nsegs(const exchange_t *x, size_t bytes)
     return (bytes + x->seg_bytes - 1) / x->seg_bytes;
 }
 
-static int run_step(exchange_t *x, int step, const ringx_xstep_t *st)
+/* Whether the message of this step goes through the mailboxes: the sender
+ * and the receiver of a step agree on its number and size. */
+static int mailbox_step(const exchange_t *x, int step, size_t bytes)
+{
+    return bytes > 0 && ringx_mailbox_carries(x->m, step, bytes);
+}
+
+static int send_step(exchange_t *x, int step, const ringx_xstep_t *st)
 {
     size_t nsend = st->send_to >= 0 ? nsegs(x, st->send_bytes) : 0;
-    size_t nrecv = st->recv_from >= 0 ? nsegs(x, st->recv_bytes) : 0;
-    size_t posted = 0;
     int rc = OMPI_SUCCESS;
 
+    if (nsend > 0 && mailbox_step(x, step, st->send_bytes)) {
+        x->mailbox_used = 1;
+        x->s->bytes_sent += st->send_bytes;
+        return ringx_mailbox_put(x->m, x->mem, st->send_to, x->seq, step, st->send_buf,
+                                 st->send_bytes);
+    }
     for (size_t seg = 0; rc == OMPI_SUCCESS && seg < nsend; seg++) {
         rc = post_send(x, step, seg, st->send_to, st->send_buf + seg * x->seg_bytes,
                        seg_len(x, st->send_bytes, seg));
     }
+    return rc;
+}
+
+/* The data stays in the mailbox until the call returns: a host reduction
+ * reads it there; device memory gets a copy first. */
+static int recv_from_mailbox(exchange_t *x, int step, const ringx_xstep_t *st)
+{
+    const char *data = ringx_mailbox_wait(x->m, x->mem, x->seq, step, &x->idle);
+    char *dst = st->recv_buf ? st->recv_buf : st->reduce_dst;
+    int rc = wait_sends_reading(x, dst, st->recv_bytes);
+
+    x->mailbox_used = 1;
+    if (rc != OMPI_SUCCESS || st->recv_buf != NULL) {
+        return rc == OMPI_SUCCESS ? ringx_mailbox_take(x->mem, dst, data, st->recv_bytes) : rc;
+    }
+    if (ringx_memtype_on_device(x->mem->type)) {
+        rc = ringx_mailbox_take(x->mem, x->slots, data, st->recv_bytes);
+        data = x->slots;
+    }
+    return rc == OMPI_SUCCESS ? ringx_mem_reduce(x->mem, st->reduce_dst, st->reduce_local, data,
+                                                 st->recv_bytes / x->s->elem_size,
+                                                 x->s->red.type, x->s->red.op)
+                              : rc;
+}
+
+static int recv_segments(exchange_t *x, int step, const ringx_xstep_t *st)
+{
+    size_t nrecv = nsegs(x, st->recv_bytes), posted = 0;
+    int rc = OMPI_SUCCESS;
+
     for (size_t done = 0; rc == OMPI_SUCCESS && done < nrecv; done++) {
         while (rc == OMPI_SUCCESS && posted < nrecv && posted - done < (size_t)x->depth) {
             rc = post_recv(x, step, st, posted++);
@@ -161,6 +203,17 @@ static int run_step(exchange_t *x, int step, const ringx_xstep_t *st)
         }
     }
     return rc;
+}
+
+static int run_step(exchange_t *x, int step, const ringx_xstep_t *st)
+{
+    int rc = send_step(x, step, st);
+
+    if (rc != OMPI_SUCCESS || st->recv_from < 0 || st->recv_bytes == 0) {
+        return rc;
+    }
+    return mailbox_step(x, step, st->recv_bytes) ? recv_from_mailbox(x, step, st)
+                                                 : recv_segments(x, step, st);
 }
 
 /* Whether sends of this call may stay incomplete in UCX after their
@@ -249,6 +302,17 @@ static void abandon_all(exchange_t *x)
     }
 }
 
+/* Scratch for the received segments a step reduces; on a device it also
+ * takes a whole mailbox message. */
+static size_t slots_bytes(const exchange_t *x)
+{
+    size_t bytes = (size_t)x->depth * x->seg_bytes;
+    if (ringx_memtype_on_device(x->mem->type) && x->m->mailbox.bytes > bytes) {
+        bytes = x->m->mailbox.bytes;
+    }
+    return bytes;
+}
+
 static int setup(exchange_t *x, ringx_xsched_t *s)
 {
     mca_coll_ringx_module_t *m = s->module;
@@ -264,24 +328,25 @@ static int setup(exchange_t *x, ringx_xsched_t *s)
     x->cap_sends = sizeof(x->inline_sends) / sizeof(x->inline_sends[0]);
     x->nsends = 0;
     x->idle = 0;
+    x->mailbox_used = 0;
     x->seg_bytes = ringx_segment_elems(mca_coll_ringx_component.segment_size, s->elem_size) *
                    s->elem_size;
     x->seq = m->seq++;
     x->depth = mca_coll_ringx_component.pipeline_depth;
-    memset(x->recv_req, 0, sizeof(x->recv_req));
-    x->slots = reduces ? ringx_mem_scratch(x->mem, RINGX_SCRATCH_SEGMENTS,
-                                           (size_t)x->depth * x->seg_bytes)
-                       : NULL;
+    memset(x->recv_req, 0, (size_t)x->depth * sizeof(x->recv_req[0]));
+    x->slots = reduces ? ringx_mem_scratch(x->mem, RINGX_SCRATCH_SEGMENTS, slots_bytes(x)) : NULL;
     return reduces && x->slots == NULL ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
 }
 
 /* ----------------------------------------------------- building steps */
 
 void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
-                       ringx_reduction_t red, size_t elem_size, size_t total_bytes)
+                       ringx_coll_t coll, ringx_reduction_t red, size_t elem_size,
+                       size_t total_bytes)
 {
     s->module = m;
     s->mem = mem;
+    s->coll = coll;
     s->red = red;
     s->elem_size = elem_size;
     s->total_bytes = total_bytes;
@@ -353,6 +418,9 @@ int ringx_xsched_run(ringx_xsched_t *s)
     }
     if (x.sends != x.inline_sends) {
         free(x.sends);
+    }
+    if (x.mailbox_used) {
+        ringx_count(&mca_coll_ringx_counters.mailbox[s->coll], 1);
     }
     return rc;
 }

@@ -31,6 +31,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->rank = m->size = 0;
     m->comm_id = m->seq = 0;
     m->peers = NULL;
+    memset(&m->mailbox, 0, sizeof(m->mailbox));
     m->nparked = 0;
     memset(&m->segments, 0, sizeof(m->segments));
     memset(&m->blocks, 0, sizeof(m->blocks));
@@ -57,6 +58,7 @@ static void release_state(mca_coll_ringx_module_t *m)
     RELEASE_PREV(m, reduce_scatter_block);
     free(m->peers);
     m->peers = NULL;
+    ringx_mailbox_disconnect(m);
     free(m->segments.ptr);
     free(m->blocks.ptr);
     free(m->bounce.ptr);
@@ -155,7 +157,8 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
     /* A local UCX failure does not decline: declining is a local choice,
      * and ranks that chose differently would run different collectives.
      * The first served call agrees on the transport collectively. */
-    (void)ringx_ucx_start(ompi_mpi_thread_multiple, mca_coll_ringx_component.output);
+    (void)ringx_ucx_start(ompi_mpi_thread_multiple, mca_coll_ringx_component.output,
+                         ringx_mailbox_window_bytes());
 
     m->serves = true;
     *priority = mca_coll_ringx_component.priority;
@@ -184,55 +187,82 @@ void *ringx_scratch_get(ringx_scratch_t *s, size_t size)
 typedef struct connect_header {
     uint64_t key;
     uint64_t address_len;
+    uint64_t window_desc_len;
 } connect_header_t;
 
-/* Whether every member has UCX, and the longest worker address. */
-static int agree(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
-                 int *any_without_ucx, size_t *max_address_len)
-{
-    size_t len = 0;
-    int local[2], global[2], rc;
+typedef struct connect_sizes {
+    size_t address;             /* the longest worker address */
+    size_t window_desc;         /* the longest window description */
+} connect_sizes_t;
 
-    (void)ringx_ucx_local_address(&len);
+/* Whether every member has UCX, and the longest address and window
+ * description to exchange. */
+static int agree(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                 int *any_without_ucx, connect_sizes_t *sizes)
+{
+    size_t address_len = 0, desc_len = 0;
+    int local[3], global[3], rc;
+
+    (void)ringx_ucx_local_address(&address_len);
+    (void)ringx_ucx_window_desc(&desc_len);
     local[0] = !ringx_ucx_ready();
-    local[1] = (int)len;
-    rc = m->prev_allreduce(local, global, 2, MPI_INT, MPI_MAX, comm, m->prev_allreduce_module);
+    local[1] = (int)address_len;
+    local[2] = (int)desc_len;
+    rc = m->prev_allreduce(local, global, 3, MPI_INT, MPI_MAX, comm, m->prev_allreduce_module);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
     *any_without_ucx = global[0];
-    *max_address_len = (size_t)global[1];
+    sizes->address = (size_t)global[1];
+    sizes->window_desc = (size_t)global[2];
     return OMPI_SUCCESS;
 }
 
-static int learn_peers(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
-                       size_t max_address_len)
+static void pack_record(char *record, const connect_sizes_t *sizes)
 {
-    size_t record = (sizeof(connect_header_t) + max_address_len + 7) & ~(size_t)7;
+    connect_header_t *h = (connect_header_t *)record;
+    size_t address_len, desc_len;
+    const void *address = ringx_ucx_local_address(&address_len);
+    const void *desc = ringx_ucx_window_desc(&desc_len);
+
+    h->key = ringx_ucx_local_key();
+    h->address_len = address_len;
+    h->window_desc_len = desc_len;
+    memcpy(record + sizeof(*h), address, address_len);
+    if (desc_len) {
+        memcpy(record + sizeof(*h) + sizes->address, desc, desc_len);
+    }
+}
+
+/* Learns every peer's worker address and maps its window (windows[r], NULL
+ * where it cannot be mapped). */
+static int learn_peers(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                       const connect_sizes_t *sizes, char **windows)
+{
+    size_t record = (sizeof(connect_header_t) + sizes->address + sizes->window_desc + 7) &
+                    ~(size_t)7;
     char *mine = calloc(1, record);
     char *all = malloc(record * (size_t)m->size);
     int rc = OMPI_ERR_OUT_OF_RESOURCE;
 
     m->peers = calloc((size_t)m->size, sizeof(*m->peers));
     if (mine && all && m->peers) {
-        connect_header_t *h = (connect_header_t *)mine;
-        size_t len;
-        const void *address = ringx_ucx_local_address(&len);
-        h->key = ringx_ucx_local_key();
-        h->address_len = len;
-        memcpy(mine + sizeof(*h), address, len);
+        pack_record(mine, sizes);
         rc = m->prev_allgather(mine, (int)record, MPI_BYTE, all, (int)record, MPI_BYTE, comm,
                                m->prev_allgather_module);
     }
     for (int r = 0; rc == OMPI_SUCCESS && r < m->size; r++) {
-        const connect_header_t *h = (const connect_header_t *)(all + (size_t)r * record);
+        const char *rec = all + (size_t)r * record;
+        const connect_header_t *h = (const connect_header_t *)rec;
         if (r == m->rank) {
             continue;
         }
-        m->peers[r] = ringx_ucx_peer(h->key, all + (size_t)r * record + sizeof(*h),
-                                     (size_t)h->address_len);
+        m->peers[r] = ringx_ucx_peer(h->key, rec + sizeof(*h), (size_t)h->address_len);
         if (m->peers[r] == NULL) {
             rc = OMPI_ERR_OUT_OF_RESOURCE;
+        } else if (h->window_desc_len) {
+            windows[r] = ringx_ucx_peer_window(m->peers[r], rec + sizeof(*h) + sizes->address,
+                                               (size_t)h->window_desc_len);
         }
     }
     free(mine);
@@ -243,9 +273,10 @@ static int learn_peers(mca_coll_ringx_module_t *m, struct ompi_communicator_t *c
 int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
 {
     int any_without_ucx, rc;
-    size_t max_address_len;
+    connect_sizes_t sizes;
+    char **windows;
 
-    rc = agree(m, comm, &any_without_ucx, &max_address_len);
+    rc = agree(m, comm, &any_without_ucx, &sizes);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
@@ -256,7 +287,12 @@ int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t 
                                   : "its context id does not fit ringx's message tags");
         return OMPI_SUCCESS;
     }
-    rc = learn_peers(m, comm, max_address_len);
+    windows = calloc((size_t)m->size, sizeof(*windows));
+    rc = windows != NULL ? learn_peers(m, comm, &sizes, windows) : OMPI_ERR_OUT_OF_RESOURCE;
+    /* Collective: every rank takes part, a rank that failed without mailboxes. */
+    int mailbox_rc = ringx_mailbox_connect(m, comm, rc == OMPI_SUCCESS ? windows : NULL);
+    rc = rc == OMPI_SUCCESS ? mailbox_rc : rc;
+    free(windows);
     if (rc != OMPI_SUCCESS) {
         free(m->peers);
         m->peers = NULL;

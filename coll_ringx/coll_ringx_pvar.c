@@ -69,6 +69,13 @@ static int register_collective(ringx_coll_t coll)
                  "%s calls served by ringx through host bounce buffers (staging)", mpi_name);
         rc = register_counter(name, description, &mca_coll_ringx_counters.staged[coll]);
     }
+    if (rc == OMPI_SUCCESS) {
+        snprintf(name, sizeof(name), "%s_mailbox", cname);
+        snprintf(description, sizeof(description),
+                 "%s calls served by ringx that wrote or read at least one message through "
+                 "the mailboxes (coll_ringx_mailbox_bytes)", mpi_name);
+        rc = register_counter(name, description, &mca_coll_ringx_counters.mailbox[coll]);
+    }
     return rc;
 }
 

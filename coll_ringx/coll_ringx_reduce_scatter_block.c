@@ -132,7 +132,8 @@ static int rsb_halving(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void 
     if (acc == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    ringx_xsched_init(&s, m, mem, red, ringx_type_size(red.type), block_bytes * (size_t)m->size);
+    ringx_xsched_init(&s, m, mem, RINGX_COLL_REDUCE_SCATTER_BLOCK, red,
+                      ringx_type_size(red.type), block_bytes * (size_t)m->size);
     halving_steps(&s, input, acc, rbuf, block_bytes);
     rc = ringx_xsched_run(&s);
     /* Copied last: in place, the input blocks were being sent from rbuf. */

@@ -32,6 +32,9 @@ struct ringx_peer {
     void *address;
     size_t address_len;
     ucp_ep_h ep;                /* created on first send to this peer */
+    ucp_rkey_h window_rkey;     /* its window, once mapped */
+    char *window;               /* where its window is mapped here; NULL if not */
+    int window_tried;
     struct ringx_peer *next;    /* every peer, for teardown */
 };
 
@@ -45,6 +48,11 @@ static struct {
     ucp_worker_h worker;
     ucp_address_t *address;
     size_t address_len;
+    ucp_mem_h window_memh;      /* this process's window (ringx_ucx_window) */
+    void *window;
+    size_t window_bytes;
+    void *window_desc;          /* base address, then the packed rkey */
+    size_t window_desc_len;
     pthread_mutex_t lock;       /* start/stop and the peer cache */
     opal_hash_table_t peers_by_key;
     ringx_peer_t *peers;
@@ -79,7 +87,7 @@ static int create_context(void)
     }
     ucp_params_t params = {
         .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-        .features = UCP_FEATURE_TAG,
+        .features = UCP_FEATURE_TAG | UCP_FEATURE_RMA,
         .mt_workers_shared = 0,
     };
     status = ucp_init(&params, config, &ucx.context);
@@ -107,7 +115,55 @@ static int create_worker(int thread_multiple)
     return OMPI_SUCCESS;
 }
 
-int ringx_ucx_start(int thread_multiple, int verbose_output)
+/* The window is memory UCX allocates where its shared-memory transports
+ * can map it (ucp_mem_map with UCP_MEM_MAP_ALLOCATE): memory ringx
+ * allocated itself could be reached only through copies by the kernel.
+ * Without a window, ringx works as before, through tagged messages. */
+static void create_window(size_t bytes)
+{
+    ucp_mem_map_params_t params = {
+        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                      UCP_MEM_MAP_PARAM_FIELD_FLAGS,
+        .address = NULL,
+        .length = bytes,
+        .flags = UCP_MEM_MAP_ALLOCATE,
+    };
+    ucp_mem_attr_t attr = { .field_mask = UCP_MEM_ATTR_FIELD_ADDRESS };
+    void *rkey = NULL;
+    size_t rkey_len = 0;
+    ucs_status_t status;
+
+    if (bytes == 0) {
+        return;
+    }
+    status = ucp_mem_map(ucx.context, &params, &ucx.window_memh);
+    if (status == UCS_OK && (status = ucp_mem_query(ucx.window_memh, &attr)) == UCS_OK) {
+        status = ucp_rkey_pack(ucx.context, ucx.window_memh, &rkey, &rkey_len);
+    }
+    if (status == UCS_OK && (ucx.window_desc = malloc(sizeof(uint64_t) + rkey_len)) != NULL) {
+        uint64_t base = (uint64_t)(uintptr_t)attr.address;
+        memcpy(ucx.window_desc, &base, sizeof(base));
+        memcpy((char *)ucx.window_desc + sizeof(base), rkey, rkey_len);
+        ucx.window_desc_len = sizeof(base) + rkey_len;
+        ucx.window = attr.address;
+        ucx.window_bytes = bytes;
+        memset(ucx.window, 0, bytes);
+    }
+    if (rkey != NULL) {
+        ucp_rkey_buffer_release(rkey);
+    }
+    if (ucx.window == NULL) {
+        opal_output_verbose(1, ucx.output, "coll:ringx: no shared window (%s); small messages "
+                            "go as tagged messages", status == UCS_OK ? "out of memory"
+                                                                      : ucs_status_string(status));
+        if (ucx.window_memh != NULL) {
+            ucp_mem_unmap(ucx.context, ucx.window_memh);
+            ucx.window_memh = NULL;
+        }
+    }
+}
+
+int ringx_ucx_start(int thread_multiple, int verbose_output, size_t window_bytes)
 {
     int rc = OMPI_SUCCESS;
 
@@ -119,6 +175,7 @@ int ringx_ucx_start(int thread_multiple, int verbose_output)
             rc = create_worker(thread_multiple);
         }
         if (rc == OMPI_SUCCESS) {
+            create_window(window_bytes);
             OBJ_CONSTRUCT(&ucx.peers_by_key, opal_hash_table_t);
             opal_hash_table_init(&ucx.peers_by_key, 64);
             ucx.state = UCX_READY;
@@ -182,6 +239,9 @@ void ringx_ucx_stop(void)
         while (ucx.peers) {
             ringx_peer_t *peer = ucx.peers;
             ucx.peers = peer->next;
+            if (peer->window_rkey) {
+                ucp_rkey_destroy(peer->window_rkey);
+            }
             if (peer->ep) {
                 close_endpoint(peer->ep);
             }
@@ -189,6 +249,13 @@ void ringx_ucx_stop(void)
             free(peer);
         }
         OBJ_DESTRUCT(&ucx.peers_by_key);
+        if (ucx.window_memh != NULL) {
+            ucp_mem_unmap(ucx.context, ucx.window_memh);
+        }
+        free(ucx.window_desc);
+        ucx.window = ucx.window_desc = NULL;
+        ucx.window_memh = NULL;
+        ucx.window_bytes = ucx.window_desc_len = 0;
         ucp_worker_release_address(ucx.worker, ucx.address);
         ucp_worker_destroy(ucx.worker);
         ucp_cleanup(ucx.context);
@@ -254,6 +321,47 @@ static int peer_endpoint(ringx_peer_t *peer, ucp_ep_h *ep)
     *ep = peer->ep;
     pthread_mutex_unlock(&ucx.lock);
     return rc;
+}
+
+void *ringx_ucx_window(size_t *bytes)
+{
+    *bytes = ucx.window_bytes;
+    return ucx.window;
+}
+
+const void *ringx_ucx_window_desc(size_t *len)
+{
+    *len = ucx.window_desc_len;
+    return ucx.window_desc;
+}
+
+/* ucp_rkey_ptr gives an address only where the window can be reached with
+ * loads and stores (a shared-memory transport to a peer on this node). */
+char *ringx_ucx_peer_window(ringx_peer_t *peer, const void *desc, size_t len)
+{
+    ucp_ep_h ep = peer->ep;
+    uint64_t base;
+
+    if (len <= sizeof(base) || (ep == NULL && peer_endpoint(peer, &ep) != OMPI_SUCCESS)) {
+        return NULL;
+    }
+    memcpy(&base, desc, sizeof(base));
+    pthread_mutex_lock(&ucx.lock);
+    if (!peer->window_tried) {
+        void *mapped = NULL;
+        peer->window_tried = 1;
+        if (ucp_ep_rkey_unpack(ep, (const char *)desc + sizeof(base), &peer->window_rkey) !=
+            UCS_OK) {
+            peer->window_rkey = NULL;
+        } else if (ucp_rkey_ptr(peer->window_rkey, base, &mapped) != UCS_OK) {
+            ucp_rkey_destroy(peer->window_rkey);
+            peer->window_rkey = NULL;
+        } else {
+            peer->window = mapped;
+        }
+    }
+    pthread_mutex_unlock(&ucx.lock);
+    return peer->window;
 }
 
 static int posted(ucs_status_ptr_t sp, ringx_req_t *req)

@@ -19,8 +19,9 @@ typedef struct ringx_peer ringx_peer_t;
 typedef void *ringx_req_t;
 
 /* Starts UCX once per process; later calls return the first outcome.
+ * window_bytes: the size of this process's window (below; 0: none).
  * Returns 0 on success, an OMPI error code if UCX cannot start. */
-int ringx_ucx_start(int thread_multiple, int verbose_output);
+int ringx_ucx_start(int thread_multiple, int verbose_output, size_t window_bytes);
 
 /* Whether ringx_ucx_start() succeeded. */
 int ringx_ucx_ready(void);
@@ -34,6 +35,20 @@ uint64_t ringx_ucx_local_key(void);
 
 /* The cached peer for key, created from its worker address on first sight. */
 ringx_peer_t *ringx_ucx_peer(uint64_t key, const void *address, size_t len);
+
+/* The window: zeroed memory of this process that peers on the same node
+ * read and write directly once they have mapped it; NULL (and *bytes 0)
+ * if UCX could not allocate one. */
+void *ringx_ucx_window(size_t *bytes);
+
+/* What a peer needs to map this process's window (its address and UCX
+ * key); NULL if there is no window. */
+const void *ringx_ucx_window_desc(size_t *len);
+
+/* Maps peer's window, described by desc, into this process: its address
+ * here, or NULL where UCX reaches the peer only through messages (another
+ * node, no shared-memory transport).  Mapped once per peer. */
+char *ringx_ucx_peer_window(ringx_peer_t *peer, const void *desc, size_t len);
 
 /* Posts a send to peer / a receive matching tag exactly.  On success *req
  * is set (NULL if the operation already completed); returns 0 or an OMPI

@@ -27,6 +27,11 @@
  *   --expect-staged                every served call must be counted by
  *                                  coll_ringx_COLL_staged (run with
  *                                  --mca coll_ringx_stage_host_buffers 1)
+ *   --expect-mailbox BYTES         every served call of at most BYTES in all
+ *                                  (the default algorithms, ranks on one
+ *                                  node) must be counted by
+ *                                  coll_ringx_COLL_mailbox; 0: no call may
+ *                                  be (run with coll_ringx_mailbox_bytes 0)
  *   --mem cuda                     the buffers of every call ringx must
  *                                  serve are in device memory (copies of
  *                                  the host buffers, fetched back for the
@@ -1043,11 +1048,12 @@ typedef struct options {
     const char *fallback_reason;
     const char *expect_alg[NUM_COLLS]; /* per collective: the algorithm that must serve */
     bool expect_staged;
+    long expect_mailbox;        /* -1: not checked */
     bool device;                /* --mem cuda */
     unsigned watchdog_seconds;  /* per case; 0: none */
 } options_t;
 
-static options_t opts = { .fallback_coll = -1, .watchdog_seconds = 120 };
+static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1, .watchdog_seconds = 120 };
 
 /* ------------------------------------------------------------------ */
 /* One call                                                            */
@@ -1065,6 +1071,21 @@ typedef struct case_ctx {
     uint64_t *seeds;             /* input seed of every rank of comm */
     rx_call_t call;
 } case_ctx_t;
+
+/* Every message of a call is part of its whole buffer, so a buffer that
+ * fits a mailbox slot travels through mailboxes only. */
+static void check_mailbox(const case_ctx_t *c, unsigned long long counted)
+{
+    size_t total = c->count * c->gen.type->extent *
+                   (COLL_ALLREDUCE == c->coll ? 1 : (size_t)c->gen.nranks);
+    bool want = opts.expect_mailbox > 0;
+
+    if (0 == opts.expect_mailbox || total <= (size_t)opts.expect_mailbox) {
+        rx_check(&c->call, counted == (want ? 1u : 0u),
+                 "coll_ringx_%s_mailbox grew by %llu for a %zu-byte call; expected %d",
+                 coll_names[c->coll], counted, total, want);
+    }
+}
 
 static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
                            const rx_counters_t *after)
@@ -1106,6 +1127,9 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
     if (opts.expect_staged && served == 1) {
         rx_check(&c->call, after->staged - before->staged == 1,
                  "served, but coll_ringx_%s_staged did not count it", coll_names[c->coll]);
+    }
+    if (opts.expect_mailbox >= 0 && served == 1) {
+        check_mailbox(c, after->mailbox - before->mailbox);
     }
     if (served == 1) {
         rx_check(&c->call, after->on_device - before->on_device == (opts.device ? 1u : 0u),
@@ -1690,6 +1714,11 @@ static bool parse_options(int argc, char **argv)
             }
         } else if (0 == strcmp(argv[i], "--expect-staged")) {
             opts.expect_staged = true;
+        } else if (0 == strcmp(argv[i], "--expect-mailbox") && i + 1 < argc) {
+            opts.expect_mailbox = strtol(argv[++i], NULL, 10);
+            if (opts.expect_mailbox < 0) {
+                return false;
+            }
         } else if (0 == strcmp(argv[i], "--mem") && i + 1 < argc) {
             const char *mem = argv[++i];
             if (0 != strcmp(mem, "cuda") && 0 != strcmp(mem, "host")) {
@@ -1729,7 +1758,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: " PROGRAM_NAME " [--quick] [--results-only] "
             "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged]\n"
-            "       [--mem host|cuda] [--watchdog SECONDS]\n"
+            "       [--expect-mailbox BYTES] [--mem host|cuda] [--watchdog SECONDS]\n"
             "  COLL: allreduce | allgather | reduce_scatter_block\n"
             "  REASON: disabled | datatype | op | memory | transport\n");
 }

@@ -52,6 +52,7 @@ typedef struct rx_counters {
     unsigned long long bytes_sent;
     unsigned long long staged;      /* calls through bounce buffers */
     unsigned long long on_device;   /* calls on device memory */
+    unsigned long long mailbox;     /* calls with mailbox messages */
     unsigned long long fallback[RX_NUM_FALLBACK_REASONS];
 } rx_counters_t;
 

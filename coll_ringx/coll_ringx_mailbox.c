@@ -1,0 +1,173 @@
+/*
+ * coll_ringx_mailbox.c - small messages between ranks on one node, written
+ * straight into the receiver's memory.
+ *
+ * A tagged UCX message over shared memory costs its sender an atomic
+ * claim of a slot in the receiver's queue, and its receiver a queue poll,
+ * an unexpected-message lookup and a copy.  For the few hundred bytes of
+ * a small collective's step that is most of the time the step takes.
+ * Here each process has a window of memory that UCX lets its peers on the
+ * node map (coll_ringx_ucx.c); a communicator with a context id below
+ * RINGX_MAILBOX_COMMS owns one region of every member's window.  A region
+ * holds one slot per (call parity, exchange step): the sender copies its
+ * data into the receiver's slot and then stores the call's sequence number
+ * in the slot's flag (release); the receiver waits for that number
+ * (acquire) and reads the data in place.
+ *
+ * Two slots per step are enough: ringx's collectives make every rank wait
+ * for data from every other, so a rank in call n+2 knows every rank has
+ * finished call n, and with it read the slots that call n+2 rewrites.
+ *
+ * Sender and receiver choose the mailbox from what they both know, the
+ * step and its size, so they always agree; a communicator uses mailboxes
+ * only if every member can map every other's window (agreed when it
+ * connects).
+ */
+#include "coll_ringx.h"
+
+#include <string.h>
+
+/* A slot: the flag, then the data (on the flag's cache line when small). */
+#define FLAG_BYTES sizeof(uint64_t)
+#define CACHE_LINE 64
+
+static size_t slot_bytes(void)
+{
+    size_t bytes = mca_coll_ringx_component.mailbox_bytes;
+    return bytes > RINGX_MAILBOX_MAX_BYTES ? RINGX_MAILBOX_MAX_BYTES : bytes;
+}
+
+static size_t slot_stride(size_t bytes)
+{
+    return (FLAG_BYTES + bytes + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE;
+}
+
+static size_t region_bytes(size_t bytes)
+{
+    return 2 * RINGX_MAILBOX_STEPS * slot_stride(bytes);
+}
+
+size_t ringx_mailbox_window_bytes(void)
+{
+    size_t bytes = slot_bytes();
+    return bytes ? RINGX_MAILBOX_COMMS * region_bytes(bytes) : 0;
+}
+
+static char *slot_of(const ringx_mailbox_t *mb, char *region, uint32_t seq, int step)
+{
+    return region + ((seq & 1u) * RINGX_MAILBOX_STEPS + (size_t)step) * mb->stride;
+}
+
+/* The flag written for call seq: never 0, the value of a fresh slot. */
+static uint64_t flag_of(uint32_t seq)
+{
+    return (uint64_t)seq + 1;
+}
+
+/* ------------------------------------------------------------ connect */
+
+/* Whether this rank can use mailboxes on m: a window, a region for the
+ * communicator, and every peer's window mapped. */
+static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, size_t bytes)
+{
+    size_t window_bytes;
+    int ok = bytes > 0 && m->comm_id < RINGX_MAILBOX_COMMS &&
+             ringx_ucx_window(&window_bytes) != NULL &&
+             window_bytes >= RINGX_MAILBOX_COMMS * region_bytes(bytes);
+
+    ok = ok && windows != NULL;
+    for (int r = 0; ok && r < m->size; r++) {
+        ok = r == m->rank || windows[r] != NULL;
+    }
+    return ok;
+}
+
+int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                          char *const *windows)
+{
+    ringx_mailbox_t *mb = &m->mailbox;
+    size_t bytes = slot_bytes(), window_bytes;
+    char *window = ringx_ucx_window(&window_bytes);
+    int ok = usable_here(m, windows, bytes);
+    int local[3] = { ok, (int)bytes, -(int)bytes }, global[3];
+    int rc;
+
+    mb->local = NULL;
+    if (ok) {
+        /* Cleared before the agreement below lets any peer write to it:
+         * a communicator freed earlier may have used the same region. */
+        memset(window + m->comm_id * region_bytes(bytes), 0, region_bytes(bytes));
+    }
+    rc = m->prev_allreduce(local, global, 3, MPI_INT, MPI_MIN, comm, m->prev_allreduce_module);
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    if (!global[0] || global[1] != -global[2]) {
+        RINGX_LOG(2, "%s: no mailboxes (%s); small messages go as tagged messages",
+                  comm->c_name, !global[0] ? "some rank cannot map every peer's window, or the "
+                                             "context id is too large"
+                                           : "coll_ringx_mailbox_bytes differs between ranks");
+        return OMPI_SUCCESS;
+    }
+    mb->remote = calloc((size_t)m->size, sizeof(*mb->remote));
+    if (mb->remote == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (int r = 0; r < m->size; r++) {
+        mb->remote[r] = r == m->rank ? NULL : windows[r] + m->comm_id * region_bytes(bytes);
+    }
+    mb->bytes = bytes;
+    mb->stride = slot_stride(bytes);
+    mb->local = window + m->comm_id * region_bytes(bytes);
+    RINGX_LOG(2, "%s: messages up to %zu bytes go through mailboxes", comm->c_name, bytes);
+    return OMPI_SUCCESS;
+}
+
+void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m)
+{
+    free(m->mailbox.remote);
+    m->mailbox.remote = NULL;
+    m->mailbox.local = NULL;
+}
+
+/* -------------------------------------------------------------- a step */
+
+/* Device memory is copied with the call's backend, and the copy finished
+ * before the flag says the data is there. */
+static int copy_now(ringx_mem_t *mem, void *dst, const void *src, size_t len)
+{
+    if (!ringx_memtype_on_device(mem->type)) {
+        memcpy(dst, src, len);
+        return OMPI_SUCCESS;
+    }
+    int rc = mem->ops->copy(mem->ctx, dst, src, len);
+    return rc == OMPI_SUCCESS ? mem->ops->sync(mem->ctx) : rc;
+}
+
+int ringx_mailbox_put(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int to, uint32_t seq,
+                      int step, const void *buf, size_t len)
+{
+    char *slot = slot_of(&m->mailbox, m->mailbox.remote[to], seq, step);
+    int rc = copy_now(mem, slot + FLAG_BYTES, buf, len);
+
+    if (rc == OMPI_SUCCESS) {
+        __atomic_store_n((uint64_t *)slot, flag_of(seq), __ATOMIC_RELEASE);
+    }
+    return rc;
+}
+
+const char *ringx_mailbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
+                               int step, unsigned *idle)
+{
+    char *slot = slot_of(&m->mailbox, m->mailbox.local, seq, step);
+
+    while (__atomic_load_n((uint64_t *)slot, __ATOMIC_ACQUIRE) != flag_of(seq)) {
+        ringx_mem_progress(mem, idle);
+    }
+    return slot + FLAG_BYTES;
+}
+
+int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len)
+{
+    return copy_now(mem, dst, data, len);
+}
