@@ -531,7 +531,8 @@ static void print_pvar_summary(void)
         for (int i = 0; i < n; i++) {
             printf(" %s=%llu", algs[i], calls[i]);
         }
-        printf(" bytes_sent=%llu\n", ringx_pvar_read_coll(coll_names[c], "bytes_sent"));
+        printf(" mailbox=%llu bytes_sent=%llu\n", ringx_pvar_read_coll(coll_names[c], "mailbox"),
+               ringx_pvar_read_coll(coll_names[c], "bytes_sent"));
     }
 }
 

@@ -335,6 +335,9 @@ typedef struct ringx_xsched {
     int nsteps;
     ringx_xstep_t steps[RINGX_XSCHED_MAX_STEPS];
     size_t bytes_sent;
+    char *copy_dst;            /* a local copy made once step 0 is under way */
+    const char *copy_src;
+    size_t copy_bytes;
 } ringx_xsched_t;
 
 /* Starts an empty schedule (only the header is set: the step array is
@@ -353,6 +356,11 @@ void ringx_xsched_reduce(ringx_xsched_t *s, int from, char *dst, const char *loc
 void ringx_xsched_skip(ringx_xsched_t *s);
 /* Adds a send to the last step (the two halves of one exchange). */
 void ringx_xsched_also_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);
+
+/* A copy within this rank's memory that no transfer of step 0 touches (an
+ * allgather's own block): made while step 0's messages travel, instead of
+ * before them. */
+void ringx_xsched_local_copy(ringx_xsched_t *s, char *dst, const char *src, size_t bytes);
 
 int ringx_xsched_run(ringx_xsched_t *s);
 

@@ -128,20 +128,20 @@ static int allgather_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     ringx_xsched_init(&s, m, mem, RINGX_COLL_ALLGATHER, none, elem_size, total);
+    /* Step 0 sends from the send buffer and receives elsewhere, so the own
+     * block is copied into place while step 0 travels. */
     if (alg == RINGX_ALG_BRUCK) {
-        rc = ringx_mem_copy(mem, gathered, own, block_bytes);
+        ringx_xsched_local_copy(&s, gathered, own, block_bytes);
         bruck_steps(&s, own, gathered, block_bytes);
     } else {
-        rc = ringx_mem_copy(mem, own_block, own, block_bytes);
+        ringx_xsched_local_copy(&s, own_block, own, block_bytes);
         if (alg == RINGX_ALG_NEIGHBOR_EXCHANGE) {
             neighbor_exchange_steps(&s, own, result, block_bytes);
         } else {
             recursive_doubling_steps(&s, own, result, block_bytes);
         }
     }
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_xsched_run(&s);
-    }
+    rc = ringx_xsched_run(&s);
     if (rc == OMPI_SUCCESS && alg == RINGX_ALG_BRUCK) {
         size_t head = total - (size_t)m->rank * block_bytes;
         rc = ringx_mem_copy(mem, own_block, gathered, head);

@@ -108,7 +108,7 @@ static void register_collective_params(ringx_coll_t coll)
     mca_coll_ringx_component_t *c = &mca_coll_ringx_component;
     const char *cname = ringx_coll_name(coll);
     const char *mpi_name = ringx_coll_mpi_name(coll);
-    char name[64], help[256];
+    char name[64], help[512];
     mca_base_var_enum_t *algorithms = algorithm_enum(coll);
 
     c->enable[coll] = true;
@@ -134,8 +134,10 @@ static void register_collective_params(ringx_coll_t coll)
     snprintf(name, sizeof(name), "%s_thresholds", cname);
     snprintf(help, sizeof(help),
              "What auto chooses for %s by buffer size, as MAX:ALGORITHM,...,ALGORITHM "
-             "(bytes, K/M/G allowed; the last algorithm covers larger buffers). A rules "
-             "file (coll_ringx_rules_file) takes precedence", mpi_name);
+             "(bytes, K/M/G allowed; the last algorithm covers larger buffers). A|B: A where "
+             "it runs without folding ranks (recursive doubling, halving and Rabenseifner on "
+             "powers of two), else B. A rules file (coll_ringx_rules_file) takes precedence",
+             mpi_name);
     register_var(name, help, MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_5,
                  MCA_BASE_VAR_SCOPE_ALL_EQ, &c->thresholds[coll]);
 }
@@ -231,7 +233,7 @@ static void load_choices(mca_coll_ringx_component_t *c)
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
         if (c->thresholds[coll] && ringx_defaults_set((ringx_coll_t)coll, c->thresholds[coll])) {
             opal_output(0, "coll:ringx: ignoring coll_ringx_%s_thresholds=\"%s\" (not "
-                           "MAX:ALGORITHM,...,ALGORITHM of %s's algorithms); using \"%s\"",
+                           "MAX:ALGORITHM,...,ALGORITHM of %s's algorithms, A|B allowed); using \"%s\"",
                         ringx_coll_name((ringx_coll_t)coll), c->thresholds[coll],
                         ringx_coll_name((ringx_coll_t)coll),
                         ringx_defaults_builtin((ringx_coll_t)coll));

@@ -40,28 +40,40 @@ static const unsigned algs_of[RINGX_COLL_COUNT] = {
 };
 
 /*
- * Built-in defaults, from ringx_bench --write-rules at np 2..8 on the
- * development machine (2 cores, host memory, float sum; README): recursive
- * doubling / halving win while latency dominates (up to 8-16 KiB),
- * Rabenseifner for medium allreduce, the pipelined ring beyond; for
- * allgather neighbour exchange beyond (p/2 steps; the ring on odd rank
- * counts, where it cannot run): at np 8 it took the 128-256 KiB allgathers
- * from 0.78x to 0.93x of the stock collective, at np 4 from 1 MiB up from
- * 1.1x to 1.2-1.35x, and at np 6 it equals the ring.  Machines
+ * Built-in defaults, from ringx_bench at np 2..8 on the development
+ * machine (2 cores, host memory, float sum; README): recursive doubling /
+ * halving win while latency dominates (up to 8-16 KiB), Rabenseifner for
+ * medium allreduce, the pipelined ring beyond.  "a|b": a where the rank
+ * count needs no folding, else b (below).  Allreduce above 1 MiB:
+ * Rabenseifner on powers of two (np 4 and 8, 1-16 MiB: 1.13-1.43x the stock
+ * collective where the ring gave 1.02-1.26x), the ring on other counts
+ * (np 6: 1.4-1.7x against 1.2-1.4x).  Allgather above 16 KiB: recursive
+ * doubling on powers of two (np 8, 64 KiB - 16 MiB: 1.00-1.04x the stock
+ * collective where neighbour exchange gave 0.90-0.97x; np 4, 32 KiB - 1 MiB:
+ * 1.4-1.8x against 0.95-1.02x), neighbour exchange on other even counts,
+ * the ring on odd ones.  Reduce_scatter_block from 16 KiB to 2 MiB:
+ * recursive halving on powers of two (np 4, 64-128 KiB: 1.6-1.7x where the
+ * ring gave 1.1-1.2x; the ring ahead from 4 MiB), the ring on other counts
+ * (np 3 and 6, 384 KiB - 3 MiB: 1.2-1.8 times as fast as folded halving).
+ * One run per algorithm, forced through the MCA variables.  Machines
  * differ: a rules file measured on the machine replaces these.
  */
 static const char *const builtin_defaults[RINGX_COLL_COUNT] = {
-    [RINGX_COLL_ALLREDUCE] = "8K:recursive_doubling,1M:rabenseifner,ring",
-    [RINGX_COLL_ALLGATHER] = "16K:recursive_doubling,neighbor_exchange",
-    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "16K:recursive_halving,ring",
+    [RINGX_COLL_ALLREDUCE] = "8K:recursive_doubling,1M:rabenseifner,rabenseifner|ring",
+    [RINGX_COLL_ALLGATHER] = "16K:recursive_doubling,recursive_doubling|neighbor_exchange",
+    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "16K:recursive_halving,2M:recursive_halving|ring,ring",
 };
 
 #define MAX_DEFAULTS 8
+#define MAX_ALTERNATIVES 4
 #define MAX_FILE_RULES 256
 
+/* Buffers up to max_bytes: the first of algs that fits the rank count
+ * (ringx_alg_fits), else the last. */
 typedef struct default_entry {
     size_t max_bytes;
-    ringx_alg_t alg;
+    ringx_alg_t algs[MAX_ALTERNATIVES];
+    int nalgs;
 } default_entry_t;
 
 static struct {
@@ -132,6 +144,14 @@ int ringx_alg_runs_on(ringx_coll_t coll, ringx_alg_t alg, int comm_size)
         return comm_size % 2 == 0 && comm_size <= RINGX_NEIGHBOR_EXCHANGE_MAX_RANKS;
     }
     return !(coll == RINGX_COLL_ALLGATHER && alg == RINGX_ALG_RECURSIVE_DOUBLING) || pof2;
+}
+
+int ringx_alg_fits(ringx_coll_t coll, ringx_alg_t alg, int comm_size)
+{
+    int pof2 = comm_size > 0 && (comm_size & (comm_size - 1)) == 0;
+    int folds = alg == RINGX_ALG_RECURSIVE_DOUBLING || alg == RINGX_ALG_RABENSEIFNER ||
+                alg == RINGX_ALG_RECURSIVE_HALVING;
+    return ringx_alg_runs_on(coll, alg, comm_size) && (!folds || pof2);
 }
 
 /* ---------------------------------------------------------------- parsing */
@@ -206,6 +226,27 @@ int ringx_rule_format(const ringx_rule_t *rule, char *buf, size_t len)
 
 /* ----------------------------------------------------------------- tables */
 
+/* "a|b|c" -> the algorithms of one entry. */
+static int parse_alternatives(ringx_coll_t coll, char *text, default_entry_t *e)
+{
+    char *save = NULL;
+    size_t len = strlen(text);
+
+    e->nalgs = 0;
+    if (len == 0 || text[0] == '|' || text[len - 1] == '|' || strstr(text, "||")) {
+        return -1;      /* an empty alternative */
+    }
+    for (char *name = strtok_r(text, "|", &save); name; name = strtok_r(NULL, "|", &save)) {
+        ringx_alg_t alg = ringx_alg_by_name(name);
+        if (e->nalgs == MAX_ALTERNATIVES || !ringx_alg_valid(coll, alg) ||
+            alg == RINGX_ALG_AUTO) {
+            return -1;
+        }
+        e->algs[e->nalgs++] = alg;
+    }
+    return e->nalgs > 0 ? 0 : -1;
+}
+
 static int parse_defaults(ringx_coll_t coll, const char *list, default_entry_t *out)
 {
     char copy[512], *save = NULL;
@@ -217,7 +258,7 @@ static int parse_defaults(ringx_coll_t coll, const char *list, default_entry_t *
     strcpy(copy, list);
     for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
         char *colon = strchr(item, ':');
-        default_entry_t e = { SIZE_MAX, RINGX_ALG_COUNT };
+        default_entry_t e = { .max_bytes = SIZE_MAX };
         if (n == MAX_DEFAULTS) {
             return -1;
         }
@@ -228,8 +269,7 @@ static int parse_defaults(ringx_coll_t coll, const char *list, default_entry_t *
             }
             item = colon + 1;
         }
-        e.alg = ringx_alg_by_name(item);
-        if (!ringx_alg_valid(coll, e.alg) || e.alg == RINGX_ALG_AUTO ||
+        if (parse_alternatives(coll, item, &e) != 0 ||
             (n > 0 && e.max_bytes <= out[n - 1].max_bytes)) {
             return -1;
         }
@@ -316,6 +356,16 @@ static ringx_alg_t substitute(ringx_coll_t coll, ringx_alg_t alg, int comm_size)
                                                                               : RINGX_ALG_RING;
 }
 
+static ringx_alg_t alternative(const default_entry_t *e, ringx_coll_t coll, int comm_size)
+{
+    for (int i = 0; i + 1 < e->nalgs; i++) {
+        if (ringx_alg_fits(coll, e->algs[i], comm_size)) {
+            return e->algs[i];
+        }
+    }
+    return e->algs[e->nalgs - 1];
+}
+
 /* The smallest-max_bytes file rule of coll for comm_size covering bytes. */
 static const ringx_rule_t *file_rule(ringx_coll_t coll, size_t bytes, int comm_size)
 {
@@ -350,7 +400,8 @@ ringx_decision_t ringx_decide(ringx_coll_t coll, ringx_alg_t forced, size_t byte
     }
     for (int i = 0; i < table.ndefaults[coll]; i++) {
         if (bytes <= table.defaults[coll][i].max_bytes) {
-            d.alg = substitute(coll, table.defaults[coll][i].alg, comm_size);
+            d.alg = substitute(coll, alternative(&table.defaults[coll][i], coll, comm_size),
+                               comm_size);
             d.why = i + 1 < table.ndefaults[coll] ? "default: below the size threshold"
                                                   : "default: above every size threshold";
             break;

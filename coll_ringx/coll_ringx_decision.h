@@ -56,6 +56,11 @@ int ringx_alg_valid(ringx_coll_t coll, ringx_alg_t alg);
  * needs a power of two). */
 int ringx_alg_runs_on(ringx_coll_t coll, ringx_alg_t alg, int comm_size);
 
+/* Whether alg runs on comm_size ranks without folding the ranks beyond a
+ * power of two into partners (recursive doubling and halving, Rabenseifner
+ * fold on other counts; the thresholds' "a|b" picks a only where it fits). */
+int ringx_alg_fits(ringx_coll_t coll, ringx_alg_t alg, int comm_size);
+
 /*
  * Rules: "for coll on np_min..np_max ranks, buffers up to max_bytes use
  * alg".  A rules file holds one per line:

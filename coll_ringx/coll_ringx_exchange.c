@@ -205,9 +205,23 @@ static int recv_segments(exchange_t *x, int step, const ringx_xstep_t *st)
     return rc;
 }
 
+/* After step 0's sends are out: the peers can take this rank's data while
+ * it copies.  No send of step 0 reads the destination (in place, where the
+ * own block is sent, there is nothing to copy), and nothing waits here: a
+ * wait for a send before this rank's receives are posted could deadlock. */
+static int local_copy(exchange_t *x)
+{
+    const ringx_xsched_t *s = x->s;
+    return ringx_mem_copy(x->mem, s->copy_dst, s->copy_src, s->copy_bytes);
+}
+
 static int run_step(exchange_t *x, int step, const ringx_xstep_t *st)
 {
     int rc = send_step(x, step, st);
+
+    if (rc == OMPI_SUCCESS && step == 0 && x->s->copy_bytes) {
+        rc = local_copy(x);
+    }
 
     if (rc != OMPI_SUCCESS || st->recv_from < 0 || st->recv_bytes == 0) {
         return rc;
@@ -352,6 +366,14 @@ void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_
     s->total_bytes = total_bytes;
     s->nsteps = 0;
     s->bytes_sent = 0;
+    s->copy_bytes = 0;
+}
+
+void ringx_xsched_local_copy(ringx_xsched_t *s, char *dst, const char *src, size_t bytes)
+{
+    s->copy_dst = dst;
+    s->copy_src = src;
+    s->copy_bytes = bytes;
 }
 
 static ringx_xstep_t *new_step(ringx_xsched_t *s)
@@ -408,6 +430,9 @@ int ringx_xsched_run(ringx_xsched_t *s)
 
     for (int i = 0; rc == OMPI_SUCCESS && i < s->nsteps; i++) {
         rc = run_step(&x, i, &s->steps[i]);
+    }
+    if (rc == OMPI_SUCCESS && s->nsteps == 0 && s->copy_bytes) {
+        rc = local_copy(&x);
     }
     if (rc == OMPI_SUCCESS) {
         rc = needs_handshake(s) ? handshake(&x) : wait_all_sends(&x);

@@ -328,6 +328,50 @@ START_TEST(decision_rejects_malformed_defaults)
 }
 END_TEST
 
+START_TEST(decision_alternatives_follow_the_rank_count)
+{
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLGATHER,
+                                        "1K:bruck,recursive_doubling|neighbor_exchange|ring"), 0);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 64, 6).alg, RINGX_ALG_BRUCK);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 4096, 8).alg,
+                     RINGX_ALG_RECURSIVE_DOUBLING);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 4096, 6).alg,
+                     RINGX_ALG_NEIGHBOR_EXCHANGE);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 4096, 7).alg, RINGX_ALG_RING);
+    /* the last alternative is taken, and substituted, where none fits */
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLGATHER, "ring|neighbor_exchange"), 0);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 64, 7).alg, RINGX_ALG_RING);
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_REDUCE_SCATTER_BLOCK,
+                                        "recursive_halving|ring"), 0);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_REDUCE_SCATTER_BLOCK, RINGX_ALG_AUTO, 64, 4).alg,
+                     RINGX_ALG_RECURSIVE_HALVING);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_REDUCE_SCATTER_BLOCK, RINGX_ALG_AUTO, 64, 5).alg,
+                     RINGX_ALG_RING);
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLGATHER, "1K:bruck|,ring"), -1);
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLGATHER, "1K:bruck|rabenseifner,ring"), -1);
+    ck_assert_int_eq(ringx_defaults_set(RINGX_COLL_ALLGATHER, "ring|ring|ring|ring|ring"), -1);
+    for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
+        ck_assert_int_eq(ringx_defaults_set((ringx_coll_t)coll,
+                                            ringx_defaults_builtin((ringx_coll_t)coll)), 0);
+    }
+}
+END_TEST
+
+START_TEST(decision_fits_without_folding)
+{
+    for (int p = 1; p <= MAX_P; p++) {
+        int pof2 = (p & (p - 1)) == 0;
+        ck_assert_int_eq(ringx_alg_fits(RINGX_COLL_ALLREDUCE, RINGX_ALG_RABENSEIFNER, p), pof2);
+        ck_assert_int_eq(ringx_alg_fits(RINGX_COLL_REDUCE_SCATTER_BLOCK,
+                                        RINGX_ALG_RECURSIVE_HALVING, p), pof2);
+        ck_assert_int_eq(ringx_alg_fits(RINGX_COLL_ALLGATHER, RINGX_ALG_NEIGHBOR_EXCHANGE, p),
+                         p % 2 == 0);
+        ck_assert(ringx_alg_fits(RINGX_COLL_ALLGATHER, RINGX_ALG_RING, p));
+        ck_assert(ringx_alg_fits(RINGX_COLL_ALLGATHER, RINGX_ALG_BRUCK, p));
+    }
+}
+END_TEST
+
 START_TEST(decision_substitutes_what_cannot_run)
 {
     ringx_decision_t d = ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_RECURSIVE_DOUBLING, 64, 6);
@@ -459,6 +503,8 @@ static Suite *schedule_suite(void)
     tcase_add_test(ring, neighbor_exchange_gathers_every_pair_once);
     tcase_add_test(decision, decision_defaults_follow_size);
     tcase_add_test(decision, decision_rejects_malformed_defaults);
+    tcase_add_test(decision, decision_alternatives_follow_the_rank_count);
+    tcase_add_test(decision, decision_fits_without_folding);
     tcase_add_test(decision, decision_substitutes_what_cannot_run);
     tcase_add_test(decision, decision_honours_a_forced_algorithm);
     tcase_add_test(decision, rules_parse_and_format_round_trip);
