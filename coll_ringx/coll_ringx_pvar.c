@@ -25,6 +25,24 @@ static int register_counter(const char *name, const char *description,
     return index < 0 ? index : OMPI_SUCCESS;
 }
 
+/* The counters of one number per collective: pvar name suffix, and the
+ * description, a format taking the MPI name of the collective. */
+static const struct {
+    const char *suffix;
+    const char *description;
+    unsigned long long *counters;
+} totals[] = {
+    { "bytes_sent", "bytes this process sent for %s calls served by ringx",
+      mca_coll_ringx_counters.bytes_sent },
+    { "on_device", "%s calls served by ringx on device (CUDA) memory",
+      mca_coll_ringx_counters.on_device },
+    { "staged", "%s calls served by ringx through host bounce buffers (staging)",
+      mca_coll_ringx_counters.staged },
+    { "mailbox", "%s calls served by ringx that wrote or read at least one message through "
+                 "the mailboxes (coll_ringx_mailbox_bytes)",
+      mca_coll_ringx_counters.mailbox },
+};
+
 static int register_collective(ringx_coll_t coll)
 {
     const char *cname = ringx_coll_name(coll);
@@ -51,30 +69,10 @@ static int register_collective(ringx_coll_t coll)
         rc = register_counter(name, description,
                               &mca_coll_ringx_counters.fallbacks[coll][reason]);
     }
-    if (rc == OMPI_SUCCESS) {
-        snprintf(name, sizeof(name), "%s_bytes_sent", cname);
-        snprintf(description, sizeof(description),
-                 "bytes this process sent for %s calls served by ringx", mpi_name);
-        rc = register_counter(name, description, &mca_coll_ringx_counters.bytes_sent[coll]);
-    }
-    if (rc == OMPI_SUCCESS) {
-        snprintf(name, sizeof(name), "%s_on_device", cname);
-        snprintf(description, sizeof(description),
-                 "%s calls served by ringx on device (CUDA) memory", mpi_name);
-        rc = register_counter(name, description, &mca_coll_ringx_counters.on_device[coll]);
-    }
-    if (rc == OMPI_SUCCESS) {
-        snprintf(name, sizeof(name), "%s_staged", cname);
-        snprintf(description, sizeof(description),
-                 "%s calls served by ringx through host bounce buffers (staging)", mpi_name);
-        rc = register_counter(name, description, &mca_coll_ringx_counters.staged[coll]);
-    }
-    if (rc == OMPI_SUCCESS) {
-        snprintf(name, sizeof(name), "%s_mailbox", cname);
-        snprintf(description, sizeof(description),
-                 "%s calls served by ringx that wrote or read at least one message through "
-                 "the mailboxes (coll_ringx_mailbox_bytes)", mpi_name);
-        rc = register_counter(name, description, &mca_coll_ringx_counters.mailbox[coll]);
+    for (size_t i = 0; i < sizeof(totals) / sizeof(totals[0]) && rc == OMPI_SUCCESS; i++) {
+        snprintf(name, sizeof(name), "%s_%s", cname, totals[i].suffix);
+        snprintf(description, sizeof(description), totals[i].description, mpi_name);
+        rc = register_counter(name, description, &totals[i].counters[coll]);
     }
     return rc;
 }
