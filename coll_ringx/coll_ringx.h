@@ -343,7 +343,8 @@ typedef struct ringx_xsched {
 /* Starts an empty schedule (only the header is set: the step array is
  * large and filled step by step). */
 void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
-                       ringx_coll_t coll, ringx_reduction_t red, size_t elem_size, size_t total_bytes);
+                       ringx_coll_t coll, ringx_reduction_t red, size_t elem_size,
+                       size_t total_bytes);
 
 /* Appends a step that only sends, only receives, or both. */
 void ringx_xsched_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);

@@ -233,7 +233,8 @@ static void load_choices(mca_coll_ringx_component_t *c)
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
         if (c->thresholds[coll] && ringx_defaults_set((ringx_coll_t)coll, c->thresholds[coll])) {
             opal_output(0, "coll:ringx: ignoring coll_ringx_%s_thresholds=\"%s\" (not "
-                           "MAX:ALGORITHM,...,ALGORITHM of %s's algorithms, A|B allowed); using \"%s\"",
+                           "MAX:ALGORITHM,...,ALGORITHM of %s's algorithms, A|B allowed); "
+                           "using \"%s\"",
                         ringx_coll_name((ringx_coll_t)coll), c->thresholds[coll],
                         ringx_coll_name((ringx_coll_t)coll),
                         ringx_defaults_builtin((ringx_coll_t)coll));

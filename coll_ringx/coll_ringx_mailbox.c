@@ -53,6 +53,12 @@ size_t ringx_mailbox_window_bytes(void)
     return bytes ? RINGX_MAILBOX_COMMS * region_bytes(bytes) : 0;
 }
 
+/* Where communicator comm_id's region starts in a window. */
+static char *region_of(char *window, uint32_t comm_id, size_t bytes)
+{
+    return window + comm_id * region_bytes(bytes);
+}
+
 static char *slot_of(const ringx_mailbox_t *mb, char *region, uint32_t seq, int step)
 {
     return region + ((seq & 1u) * RINGX_MAILBOX_STEPS + (size_t)step) * mb->stride;
@@ -96,7 +102,7 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     if (ok) {
         /* Cleared before the agreement below lets any peer write to it:
          * a communicator freed earlier may have used the same region. */
-        memset(window + m->comm_id * region_bytes(bytes), 0, region_bytes(bytes));
+        memset(region_of(window, m->comm_id, bytes), 0, region_bytes(bytes));
     }
     rc = m->prev_allreduce(local, global, 3, MPI_INT, MPI_MIN, comm, m->prev_allreduce_module);
     if (rc != OMPI_SUCCESS) {
@@ -114,11 +120,11 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     for (int r = 0; r < m->size; r++) {
-        mb->remote[r] = r == m->rank ? NULL : windows[r] + m->comm_id * region_bytes(bytes);
+        mb->remote[r] = r == m->rank ? NULL : region_of(windows[r], m->comm_id, bytes);
     }
     mb->bytes = bytes;
     mb->stride = slot_stride(bytes);
-    mb->local = window + m->comm_id * region_bytes(bytes);
+    mb->local = region_of(window, m->comm_id, bytes);
     RINGX_LOG(2, "%s: messages up to %zu bytes go through mailboxes", comm->c_name, bytes);
     return OMPI_SUCCESS;
 }
@@ -136,12 +142,9 @@ void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m)
  * before the flag says the data is there. */
 static int copy_now(ringx_mem_t *mem, void *dst, const void *src, size_t len)
 {
-    if (!ringx_memtype_on_device(mem->type)) {
-        memcpy(dst, src, len);
-        return OMPI_SUCCESS;
-    }
-    int rc = mem->ops->copy(mem->ctx, dst, src, len);
-    return rc == OMPI_SUCCESS ? mem->ops->sync(mem->ctx) : rc;
+    int rc = ringx_mem_copy(mem, dst, src, len);
+    return rc == OMPI_SUCCESS && ringx_memtype_on_device(mem->type) ? mem->ops->sync(mem->ctx)
+                                                                    : rc;
 }
 
 int ringx_mailbox_put(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int to, uint32_t seq,
