@@ -120,7 +120,7 @@ typedef struct ringx_scratch {
 #define RINGX_MAILBOX_MAX_BYTES 65536
 
 typedef struct ringx_mailbox {
-    char *local;                /* this rank's region; NULL: no mailboxes */
+    char *local;                /* this rank's region; NULL: none (no mailboxes, no direct reads) */
     char **remote;              /* by rank: its region, mapped here */
     size_t bytes;               /* data bytes per slot */
     size_t stride;              /* bytes per slot */
@@ -149,6 +149,7 @@ typedef struct mca_coll_ringx_module_t {
     uint32_t seq;                         /* ringx calls served so far */
     ringx_peer_t **peers;                 /* by rank; NULL for self */
     ringx_mailbox_t mailbox;              /* small messages on this node */
+    uint64_t direct_calls;                /* calls that read peers' buffers directly */
     ringx_req_t parked[RINGX_MAX_PARKED]; /* handshake receives not yet matched */
     int nparked;
 
@@ -236,6 +237,13 @@ int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
  * bytes is the size of the whole result (allgather) or input (reductions). */
 ringx_alg_t ringx_choose(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes);
 
+/* Chooses as ringx_choose and runs the choice through run (which gets
+ * call back); if it is direct reads and some rank declines them, chooses
+ * again without them, the same way on every rank, and runs that.  Returns
+ * run's result. */
+int ringx_run_choice(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes,
+                     int (*run)(void *call, ringx_alg_t alg), void *call);
+
 /* --------------------------------------------------------------- ring */
 
 /*
@@ -302,6 +310,57 @@ const char *ringx_mailbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uin
 
 /* Copies received data into dst, in the call's memory. */
 int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len);
+
+/* ------------------------------------------------------- direct reads */
+
+/* Each communicator's region starts with its owner's exposure record
+ * (coll_ringx_direct.c); the mailbox slots follow. */
+#define RINGX_DIRECT_RECORD_BYTES 384
+
+/* Whether the ranks of m can read each other's buffers directly: they all
+ * mapped each other's windows (one node). */
+static inline int ringx_direct_possible(const mca_coll_ringx_module_t *m)
+{
+    return m->mailbox.local != NULL;
+}
+
+/* What ringx_direct_open answers, on every rank alike, when some rank
+ * cannot expose its buffer; the call then takes another algorithm. */
+#define RINGX_DIRECT_DECLINED 1
+
+/* One call's direct reads. */
+typedef struct ringx_direct {
+    mca_coll_ringx_module_t *m;
+    ringx_mem_t *mem;
+    uint32_t seq;
+    int open;                   /* reads allowed; ringx_direct_close pending */
+    unsigned idle;
+    ringx_exposed_t own;
+    void **rkeys;               /* by rank: its key, unpacked here */
+    uint64_t *remote;           /* by rank: its exposed buffer */
+    ringx_req_t *reqs;          /* by rank: the read from it */
+} ringx_direct_t;
+
+/* The two halves of a collective opening over m (possible only where
+ * ringx_direct_possible), with room for local work between them.  Expose:
+ * lets every peer read len bytes at buf, if this rank can.  Agree: learns
+ * the peers' buffers; OMPI_SUCCESS, RINGX_DIRECT_DECLINED when some rank
+ * could not expose (the same answer on every rank; nothing to close), or
+ * an error (ringx_direct_close still due). */
+void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                         const void *buf, size_t len);
+int ringx_direct_agree(ringx_direct_t *d);
+
+/* Posts a read of len bytes at offset in rank's exposed buffer into dst
+ * (one outstanding read per peer). */
+int ringx_direct_read(ringx_direct_t *d, int rank, void *dst, size_t offset, size_t len);
+
+/* Waits for the read from rank; 0 or an OMPI error code. */
+int ringx_direct_wait(ringx_direct_t *d, int rank);
+
+/* Finishes this rank's reads and waits until every peer has finished
+ * reading this rank's buffer; returns rc or the first error. */
+int ringx_direct_close(ringx_direct_t *d, int rc);
 
 /* ------------------------------------------------------ exchange steps */
 

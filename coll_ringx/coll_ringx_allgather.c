@@ -12,6 +12,9 @@
  *
  * Neighbour exchange (even rank counts): p/2 steps, each swapping a pair
  * of blocks with one neighbour or the other, straight into place.
+ *
+ * Direct reads (ranks on one node): each rank reads every other rank's
+ * block straight out of its buffer (coll_ringx_direct.c).
  */
 #include "coll_ringx.h"
 
@@ -153,6 +156,60 @@ static int allgather_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg
     return rc;
 }
 
+static int allgather_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *own,
+                            char *result, size_t block_bytes)
+{
+    ringx_direct_t d;
+    char *own_block = result + (size_t)m->rank * block_bytes;
+    int rc = OMPI_SUCCESS;
+
+    ringx_direct_expose(&d, m, mem, own, block_bytes);
+    /* While the peers expose theirs; harmless if the call is declined. */
+    if (own != own_block) {
+        rc = ringx_mem_copy(mem, own_block, own, block_bytes);
+    }
+    int agreed = ringx_direct_agree(&d);
+    if (agreed == RINGX_DIRECT_DECLINED) {
+        return agreed;
+    }
+    rc = rc == OMPI_SUCCESS ? agreed : rc;
+    /* Starting at the next rank spreads the readers over the buffers. */
+    for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
+        int rank = (m->rank + k) % m->size;
+        rc = ringx_direct_read(&d, rank, result + (size_t)rank * block_bytes, 0, block_bytes);
+    }
+    rc = ringx_direct_close(&d, rc);
+    if (rc == OMPI_SUCCESS) {
+        /* what the peers took from this rank */
+        ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER],
+                    block_bytes * (size_t)(m->size - 1));
+    }
+    return rc;
+}
+
+typedef struct allgather_call {
+    mca_coll_ringx_module_t *m;
+    ringx_mem_t *mem;
+    const char *own;
+    char *result;
+    size_t block_count, elem_size;
+} allgather_call_t;
+
+static int allgather_by(void *call, ringx_alg_t alg)
+{
+    allgather_call_t *c = call;
+    size_t block_bytes = c->block_count * c->elem_size;
+
+    switch (alg) {
+    case RINGX_ALG_DIRECT_READ:
+        return allgather_direct(c->m, c->mem, c->own, c->result, block_bytes);
+    case RINGX_ALG_RING:
+        return allgather_ring(c->m, c->mem, c->own, c->result, c->block_count, c->elem_size);
+    default:
+        return allgather_log(c->m, c->mem, alg, c->own, c->result, block_bytes, c->elem_size);
+    }
+}
+
 /* Both sides must be plain runs of bytes: allgather moves bytes only, so
  * any contiguous datatype qualifies, derived ones included. */
 static int allgather_classify(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -195,12 +252,11 @@ int mca_coll_ringx_allgather(const void *sbuf, int scount, struct ompi_datatype_
     size_t block_bytes = (size_t)rcount * r_elem;
     const char *own = sbuf == MPI_IN_PLACE ? result + (size_t)m->rank * block_bytes
                                            : (const char *)sbuf + s_lb;
-    ringx_alg_t alg = ringx_choose(m, RINGX_COLL_ALLGATHER, block_bytes * (size_t)m->size);
+    allgather_call_t call = { m, &mem, own, result, (size_t)rcount, r_elem };
     rc = ringx_mem_start(&mem, m, RINGX_COLL_ALLGATHER);
     if (rc == OMPI_SUCCESS) {
-        rc = alg == RINGX_ALG_RING
-                 ? allgather_ring(m, &mem, own, result, (size_t)rcount, r_elem)
-                 : allgather_log(m, &mem, alg, own, result, block_bytes, r_elem);
+        rc = ringx_run_choice(m, RINGX_COLL_ALLGATHER, block_bytes * (size_t)m->size,
+                              allgather_by, &call);
     }
     return ringx_mem_finish(&mem, rc);
 }

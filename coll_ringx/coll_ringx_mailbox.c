@@ -19,9 +19,11 @@
  * finished call n, and with it read the slots that call n+2 rewrites.
  *
  * Sender and receiver choose the mailbox from what they both know, the
- * step and its size, so they always agree; a communicator uses mailboxes
+ * step and its size, so they always agree; a communicator has a region
  * only if every member can map every other's window (agreed when it
- * connects).
+ * connects).  A region starts with its owner's exposure record for direct
+ * reads (coll_ringx_direct.c), which needs no slots: with
+ * coll_ringx_mailbox_bytes 0 the regions hold only that.
  */
 #include "coll_ringx.h"
 
@@ -44,13 +46,12 @@ static size_t slot_stride(size_t bytes)
 
 static size_t region_bytes(size_t bytes)
 {
-    return 2 * RINGX_MAILBOX_STEPS * slot_stride(bytes);
+    return RINGX_DIRECT_RECORD_BYTES + (bytes ? 2 * RINGX_MAILBOX_STEPS * slot_stride(bytes) : 0);
 }
 
 size_t ringx_mailbox_window_bytes(void)
 {
-    size_t bytes = slot_bytes();
-    return bytes ? RINGX_MAILBOX_COMMS * region_bytes(bytes) : 0;
+    return RINGX_MAILBOX_COMMS * region_bytes(slot_bytes());
 }
 
 /* Where communicator comm_id's region starts in a window. */
@@ -61,7 +62,8 @@ static char *region_of(char *window, uint32_t comm_id, size_t bytes)
 
 static char *slot_of(const ringx_mailbox_t *mb, char *region, uint32_t seq, int step)
 {
-    return region + ((seq & 1u) * RINGX_MAILBOX_STEPS + (size_t)step) * mb->stride;
+    return region + RINGX_DIRECT_RECORD_BYTES +
+           ((seq & 1u) * RINGX_MAILBOX_STEPS + (size_t)step) * mb->stride;
 }
 
 /* The flag written for call seq: never 0, the value of a fresh slot. */
@@ -77,7 +79,7 @@ static uint64_t flag_of(uint32_t seq)
 static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, size_t bytes)
 {
     size_t window_bytes;
-    int ok = bytes > 0 && m->comm_id < RINGX_MAILBOX_COMMS &&
+    int ok = m->comm_id < RINGX_MAILBOX_COMMS &&
              ringx_ucx_window(&window_bytes) != NULL &&
              window_bytes >= RINGX_MAILBOX_COMMS * region_bytes(bytes);
 
@@ -109,7 +111,7 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
         return rc;
     }
     if (!global[0] || global[1] != -global[2]) {
-        RINGX_LOG(2, "%s: no mailboxes (%s); small messages go as tagged messages",
+        RINGX_LOG(2, "%s: no mailboxes, no direct reads (%s)",
                   comm->c_name, !global[0] ? "some rank cannot map every peer's window, or the "
                                              "context id is too large"
                                            : "coll_ringx_mailbox_bytes differs between ranks");
@@ -125,7 +127,8 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     mb->bytes = bytes;
     mb->stride = slot_stride(bytes);
     mb->local = region_of(window, m->comm_id, bytes);
-    RINGX_LOG(2, "%s: messages up to %zu bytes go through mailboxes", comm->c_name, bytes);
+    RINGX_LOG(2, "%s: direct reads; messages up to %zu bytes go through mailboxes",
+              comm->c_name, bytes);
     return OMPI_SUCCESS;
 }
 

@@ -32,6 +32,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->comm_id = m->seq = 0;
     m->peers = NULL;
     memset(&m->mailbox, 0, sizeof(m->mailbox));
+    m->direct_calls = 0;
     m->nparked = 0;
     memset(&m->segments, 0, sizeof(m->segments));
     memset(&m->blocks, 0, sizeof(m->blocks));
@@ -384,12 +385,39 @@ int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
     return reason;
 }
 
-ringx_alg_t ringx_choose(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes)
+static ringx_decision_t decision(const mca_coll_ringx_module_t *m, ringx_coll_t coll,
+                                 size_t bytes, int shared_memory)
 {
-    ringx_decision_t d = ringx_decide(coll, mca_coll_ringx_component.algorithm[coll], bytes,
-                                      m->size);
+    return ringx_decide(coll, mca_coll_ringx_component.algorithm[coll], bytes, m->size,
+                        shared_memory);
+}
+
+static void record_choice(const mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes,
+                          ringx_decision_t d)
+{
     ringx_count(&mca_coll_ringx_counters.calls[coll][d.alg], 1);
     RINGX_LOG(2, "%s: %s, %zu bytes, %d ranks, comm id %u (%s)", ringx_coll_name(coll),
               ringx_alg_name(d.alg), bytes, m->size, (unsigned)m->comm_id, d.why);
+}
+
+ringx_alg_t ringx_choose(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes)
+{
+    ringx_decision_t d = decision(m, coll, bytes, ringx_direct_possible(m));
+    record_choice(m, coll, bytes, d);
     return d.alg;
+}
+
+/* A declined call is counted only under the algorithm that then serves it. */
+int ringx_run_choice(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes,
+                     int (*run)(void *call, ringx_alg_t alg), void *call)
+{
+    ringx_decision_t d = decision(m, coll, bytes, ringx_direct_possible(m));
+    int rc = RINGX_DIRECT_DECLINED;
+
+    if (d.alg == RINGX_ALG_DIRECT_READ && (rc = run(call, d.alg)) == RINGX_DIRECT_DECLINED) {
+        d = decision(m, coll, bytes, 0);
+        d.why = "a rank's buffer cannot be read directly";
+    }
+    record_choice(m, coll, bytes, d);
+    return rc == RINGX_DIRECT_DECLINED ? run(call, d.alg) : rc;
 }

@@ -12,6 +12,11 @@
  * blocks.  Rank counts that are not powers of two fold first (see
  * ringx_schedule.h); a newrank then ends with the blocks of both ranks it
  * stands for and hands one back.
+ *
+ * Direct reads (ranks on one node): each rank reads its block of every
+ * peer's input straight out of the peer's buffer (coll_ringx_direct.c) and
+ * reduces it, a segment at a time so that the partial result stays in
+ * cache.
  */
 #include "coll_ringx.h"
 
@@ -145,6 +150,91 @@ static int rsb_halving(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void 
     return rc;
 }
 
+/* Reads this rank's block of every peer's input, one segment of all the
+ * peers after the other, and reduces it into acc. */
+static int read_and_reduce(ringx_direct_t *d, const char *own, char *acc, char *segment,
+                           size_t seg, size_t block_bytes, ringx_reduction_t red)
+{
+    mca_coll_ringx_module_t *m = d->m;
+    size_t elem = ringx_type_size(red.type);
+    int rc = OMPI_SUCCESS;
+
+    for (size_t off = 0; off < block_bytes && rc == OMPI_SUCCESS; off += seg) {
+        size_t len = block_bytes - off < seg ? block_bytes - off : seg;
+        for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
+            int peer = (m->rank + k) % m->size;
+            rc = ringx_direct_read(d, peer, segment, (size_t)m->rank * block_bytes + off, len);
+            if (rc == OMPI_SUCCESS) {
+                rc = ringx_direct_wait(d, peer);
+            }
+            if (rc == OMPI_SUCCESS) {
+                rc = ringx_mem_reduce(d->mem, acc + off, (k == 1 ? own : acc) + off, segment,
+                                      len / elem, red.type, red.op);
+            }
+        }
+    }
+    return rc;
+}
+
+static int rsb_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
+                      void *rbuf, size_t rcount, ringx_reduction_t red)
+{
+    size_t elem = ringx_type_size(red.type), block_bytes = rcount * elem;
+    size_t seg = ringx_segment_elems(mca_coll_ringx_component.segment_size, elem) * elem;
+    int in_place = sbuf == MPI_IN_PLACE;
+    const char *input = in_place ? rbuf : sbuf;
+    /* In place, rbuf's first block is input that rank 0 reads: the result
+     * is made in scratch and copied in once every peer has finished. */
+    size_t acc_bytes = in_place ? block_bytes : 0;
+    char *scratch = NULL, *acc = rbuf;
+    ringx_direct_t d;
+    int rc;
+
+    ringx_direct_expose(&d, m, mem, input, block_bytes * (size_t)m->size);
+    rc = ringx_direct_agree(&d);
+    if (rc == RINGX_DIRECT_DECLINED) {
+        return rc;
+    }
+    if (rc == OMPI_SUCCESS) {
+        scratch = ringx_mem_scratch(mem, RINGX_SCRATCH_BLOCKS, acc_bytes + seg + 1);
+        acc = in_place ? scratch : rbuf;
+        rc = scratch == NULL ? OMPI_ERR_OUT_OF_RESOURCE
+                             : read_and_reduce(&d, input + (size_t)m->rank * block_bytes, acc,
+                                               scratch + acc_bytes, seg, block_bytes, red);
+    }
+    rc = ringx_direct_close(&d, rc);
+    if (rc == OMPI_SUCCESS && in_place) {
+        rc = ringx_mem_copy(mem, rbuf, acc, block_bytes);
+    }
+    if (rc == OMPI_SUCCESS) {
+        ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
+                    block_bytes * (size_t)(m->size - 1));
+    }
+    return rc;
+}
+
+typedef struct rsb_call {
+    mca_coll_ringx_module_t *m;
+    ringx_mem_t *mem;
+    const void *sbuf;
+    void *rbuf;
+    size_t rcount;
+    ringx_reduction_t red;
+} rsb_call_t;
+
+static int rsb_by(void *call, ringx_alg_t alg)
+{
+    rsb_call_t *c = call;
+    switch (alg) {
+    case RINGX_ALG_DIRECT_READ:
+        return rsb_direct(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red);
+    case RINGX_ALG_RING:
+        return rsb_ring(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red);
+    default:
+        return rsb_halving(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red);
+    }
+}
+
 int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                         struct ompi_datatype_t *dtype,
                                         struct ompi_op_t *op,
@@ -166,12 +256,12 @@ int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount
                    : m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                                   m->prev_reduce_scatter_block_module);
     }
-    ringx_alg_t alg = ringx_choose(m, RINGX_COLL_REDUCE_SCATTER_BLOCK,
-                                   (size_t)rcount * ringx_type_size(red.type) * (size_t)m->size);
+    rsb_call_t call = { m, &mem, sbuf, rbuf, (size_t)rcount, red };
     rc = ringx_mem_start(&mem, m, RINGX_COLL_REDUCE_SCATTER_BLOCK);
     if (rc == OMPI_SUCCESS) {
-        rc = alg == RINGX_ALG_RING ? rsb_ring(m, &mem, sbuf, rbuf, (size_t)rcount, red)
-                                   : rsb_halving(m, &mem, sbuf, rbuf, (size_t)rcount, red);
+        rc = ringx_run_choice(m, RINGX_COLL_REDUCE_SCATTER_BLOCK,
+                              (size_t)rcount * ringx_type_size(red.type) * (size_t)m->size,
+                              rsb_by, &call);
     }
     return ringx_mem_finish(&mem, rc);
 }

@@ -417,6 +417,69 @@ int ringx_ucx_irecv(void *buf, size_t len, uint64_t tag, ringx_req_t *req)
     return ringx_ucx_irecv_mem(buf, len, tag, 0, req);
 }
 
+int ringx_ucx_expose(const void *buf, size_t len, ringx_exposed_t *e)
+{
+    ucp_mem_map_params_t params = {
+        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
+        .address = (void *)buf,
+        .length = len,
+    };
+    ucp_mem_h memh = NULL;
+    ucs_status_t status = ucp_mem_map(ucx.context, &params, &memh);
+
+    memset(e, 0, sizeof(*e));
+    if (status == UCS_OK) {
+        status = ucp_rkey_pack(ucx.context, memh, &e->packed_rkey, &e->packed_rkey_len);
+        if (status != UCS_OK) {
+            ucp_mem_unmap(ucx.context, memh);
+        }
+    }
+    if (status != UCS_OK) {
+        opal_output_verbose(1, ucx.output, "coll:ringx: cannot expose %zu bytes for reads: %s",
+                            len, ucs_status_string(status));
+        memset(e, 0, sizeof(*e));
+        return status_to_ompi(status);
+    }
+    e->memh = memh;
+    return OMPI_SUCCESS;
+}
+
+void ringx_ucx_unexpose(ringx_exposed_t *e)
+{
+    if (e->packed_rkey != NULL) {
+        ucp_rkey_buffer_release(e->packed_rkey);
+    }
+    if (e->memh != NULL) {
+        ucp_mem_unmap(ucx.context, e->memh);
+    }
+    memset(e, 0, sizeof(*e));
+}
+
+void *ringx_ucx_rkey(ringx_peer_t *peer, const void *packed_rkey)
+{
+    ucp_ep_h ep = peer->ep;
+    ucp_rkey_h rkey = NULL;
+
+    if (ep == NULL && peer_endpoint(peer, &ep) != OMPI_SUCCESS) {
+        return NULL;
+    }
+    return ucp_ep_rkey_unpack(ep, packed_rkey, &rkey) == UCS_OK ? rkey : NULL;
+}
+
+void ringx_ucx_rkey_release(void *rkey)
+{
+    if (rkey != NULL) {
+        ucp_rkey_destroy(rkey);
+    }
+}
+
+int ringx_ucx_iget(ringx_peer_t *peer, void *buf, size_t len, uint64_t remote, void *rkey,
+                   ringx_req_t *req)
+{
+    ucp_request_param_t param = { .op_attr_mask = 0 };
+    return posted(ucp_get_nbx(peer->ep, buf, len, remote, rkey, &param), req);
+}
+
 int ringx_ucx_cuda_memory(void)
 {
     static int answer = -1;

@@ -50,6 +50,28 @@ const void *ringx_ucx_window_desc(size_t *len);
  * node, no shared-memory transport).  Mapped once per peer. */
 char *ringx_ucx_peer_window(ringx_peer_t *peer, const void *desc, size_t len);
 
+/* A host buffer this process lets its peers read for a while: its UCX
+ * registration and the packed key a peer needs to read it. */
+typedef struct ringx_exposed {
+    void *memh;
+    void *packed_rkey;
+    size_t packed_rkey_len;
+} ringx_exposed_t;
+
+/* Registers len bytes at buf for peers' reads (ringx_ucx_iget); returns 0
+ * or an OMPI error code (then *e holds nothing to release). */
+int ringx_ucx_expose(const void *buf, size_t len, ringx_exposed_t *e);
+void ringx_ucx_unexpose(ringx_exposed_t *e);
+
+/* A peer's key, unpacked for reads from it; NULL on failure. */
+void *ringx_ucx_rkey(ringx_peer_t *peer, const void *packed_rkey);
+void ringx_ucx_rkey_release(void *rkey);
+
+/* Posts a read of len bytes at remote (in peer's memory, under rkey) into
+ * buf; as ringx_ucx_isend for *req and the result. */
+int ringx_ucx_iget(ringx_peer_t *peer, void *buf, size_t len, uint64_t remote, void *rkey,
+                   ringx_req_t *req);
+
 /* Posts a send to peer / a receive matching tag exactly.  On success *req
  * is set (NULL if the operation already completed); returns 0 or an OMPI
  * error code. */

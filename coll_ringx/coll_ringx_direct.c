@@ -1,0 +1,186 @@
+/*
+ * coll_ringx_direct.c - direct reads: on one node, a rank reads the blocks
+ * it needs straight out of the other ranks' buffers (a UCX get, one copy
+ * by the kernel's cross-memory attach), instead of waiting for each peer
+ * to send them.
+ *
+ * With more ranks than cores, an exchange step needs both partners on a
+ * core at once, and a rank that is not scheduled holds up its partners at
+ * every step.  A read needs nothing from the peer but the address and key
+ * of its buffer, written once per call into the peer's exposure record
+ * (the head of the communicator's region of its window, see
+ * coll_ringx_mailbox.c); each rank then makes progress whenever it runs.
+ *
+ * A call: every rank exposes its buffer and publishes the record (flag =
+ * call number + 1, release); waits for every peer's record (acquire); if
+ * every rank could expose, reads what it needs; then adds one to each
+ * peer's count of finished reads and waits until its own count says every
+ * peer has finished reading its buffer, which must stay untouched until
+ * then.  If some rank could not expose its buffer (device memory, a
+ * failed registration), every rank sees it in the records and the call
+ * goes to a message-based algorithm instead.  The record of call n is
+ * rewritten only in a later call, which no rank starts before every rank
+ * has read it: a rank leaves call n only after every peer has taken part.
+ */
+#include "coll_ringx.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define RKEY_MAX_BYTES 256
+
+/* The head of a region: written by its owner, read by the peers, except
+ * reads_done, which the peers increment. */
+typedef struct exposure_record {
+    uint64_t flag;                  /* call number + 1 once the rest is written */
+    uint64_t address;               /* the exposed buffer */
+    uint64_t rkey_len;              /* 0: this rank's buffer cannot be read */
+    char rkey[RKEY_MAX_BYTES];
+    char pad_to_line[64 - (3 * sizeof(uint64_t) + RKEY_MAX_BYTES) % 64];
+    uint64_t reads_done;            /* peers' finished reads, over all calls */
+} exposure_record_t;
+
+_Static_assert(sizeof(exposure_record_t) <= RINGX_DIRECT_RECORD_BYTES,
+               "the exposure record fits the head of a region");
+
+static exposure_record_t *record_of(const mca_coll_ringx_module_t *m, int rank)
+{
+    return (exposure_record_t *)(rank == m->rank ? m->mailbox.local : m->mailbox.remote[rank]);
+}
+
+/* Writes this rank's record for call seq: readable or not. */
+static void publish(ringx_direct_t *d, const void *buf, int readable)
+{
+    exposure_record_t *own = record_of(d->m, d->m->rank);
+
+    readable = readable && d->own.packed_rkey_len <= RKEY_MAX_BYTES;
+    own->address = (uint64_t)(uintptr_t)buf;
+    own->rkey_len = readable ? d->own.packed_rkey_len : 0;
+    if (readable) {
+        memcpy(own->rkey, d->own.packed_rkey, d->own.packed_rkey_len);
+    }
+    __atomic_store_n(&own->flag, (uint64_t)d->seq + 1, __ATOMIC_RELEASE);
+}
+
+static const exposure_record_t *wait_record(ringx_direct_t *d, int rank)
+{
+    const exposure_record_t *r = record_of(d->m, rank);
+    while (__atomic_load_n(&r->flag, __ATOMIC_ACQUIRE) != (uint64_t)d->seq + 1) {
+        ringx_mem_progress(d->mem, &d->idle);
+    }
+    return r;
+}
+
+/* Reads every peer's record; 1 if every rank exposed its buffer. */
+static int every_rank_readable(ringx_direct_t *d)
+{
+    int all = 1;
+    for (int k = 1; k < d->m->size; k++) {
+        int rank = (d->m->rank + k) % d->m->size;
+        const exposure_record_t *r = wait_record(d, rank);
+        if (d->remote != NULL) {
+            d->remote[rank] = r->address;
+        }
+        all = all && r->rkey_len > 0;
+    }
+    return all && record_of(d->m, d->m->rank)->rkey_len > 0;
+}
+
+static int unpack_keys(ringx_direct_t *d)
+{
+    for (int rank = 0; rank < d->m->size; rank++) {
+        if (rank != d->m->rank) {
+            d->rkeys[rank] = ringx_ucx_rkey(d->m->peers[rank], record_of(d->m, rank)->rkey);
+            if (d->rkeys[rank] == NULL) {
+                return OMPI_ERROR;
+            }
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+static void release(ringx_direct_t *d)
+{
+    for (int rank = 0; d->rkeys != NULL && rank < d->m->size; rank++) {
+        ringx_ucx_rkey_release(d->rkeys[rank]);
+    }
+    ringx_ucx_unexpose(&d->own);
+    free(d->rkeys);
+    d->rkeys = NULL;
+}
+
+void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                         const void *buf, size_t len)
+{
+    int p = m->size, readable;
+
+    memset(d, 0, sizeof(*d));
+    d->m = m;
+    d->mem = mem;
+    d->seq = m->seq++;
+    /* rkeys, remote and reqs in one allocation */
+    d->rkeys = calloc((size_t)p, sizeof(void *) + sizeof(uint64_t) + sizeof(ringx_req_t));
+    readable = d->rkeys != NULL && len > 0 && !ringx_memtype_on_device(mem->type) &&
+               !mem->staged && ringx_ucx_expose(buf, len, &d->own) == OMPI_SUCCESS;
+    if (d->rkeys != NULL) {
+        d->remote = (uint64_t *)(d->rkeys + p);
+        d->reqs = (ringx_req_t *)(d->remote + p);
+    }
+    publish(d, buf, readable);
+}
+
+int ringx_direct_agree(ringx_direct_t *d)
+{
+    if (!every_rank_readable(d)) {
+        release(d);
+        return RINGX_DIRECT_DECLINED;
+    }
+    d->open = 1;
+    return unpack_keys(d);
+}
+
+int ringx_direct_read(ringx_direct_t *d, int rank, void *dst, size_t offset, size_t len)
+{
+    return len == 0 ? OMPI_SUCCESS
+                    : ringx_ucx_iget(d->m->peers[rank], dst, len, d->remote[rank] + offset,
+                                     d->rkeys[rank], &d->reqs[rank]);
+}
+
+int ringx_direct_wait(ringx_direct_t *d, int rank)
+{
+    int done;
+    while ((done = ringx_ucx_test(&d->reqs[rank])) == 0) {
+        ringx_mem_progress(d->mem, &d->idle);
+    }
+    return done < 0 ? done : OMPI_SUCCESS;
+}
+
+/* Waits for this rank's reads, tells every peer, then waits until every
+ * peer has read this rank's buffer.  Runs even after an error: the peers
+ * wait for this rank's count. */
+int ringx_direct_close(ringx_direct_t *d, int rc)
+{
+    mca_coll_ringx_module_t *m = d->m;
+    exposure_record_t *own = record_of(m, m->rank);
+
+    if (!d->open) {
+        return rc;
+    }
+    for (int rank = 0; rank < m->size; rank++) {
+        int waited = ringx_direct_wait(d, rank);
+        rc = rc == OMPI_SUCCESS ? waited : rc;
+    }
+    for (int rank = 0; rank < m->size; rank++) {
+        if (rank != m->rank) {
+            __atomic_fetch_add(&record_of(m, rank)->reads_done, 1, __ATOMIC_RELEASE);
+        }
+    }
+    m->direct_calls++;
+    while (__atomic_load_n(&own->reads_done, __ATOMIC_ACQUIRE) <
+           m->direct_calls * (uint64_t)(m->size - 1)) {
+        ringx_mem_progress(d->mem, &d->idle);
+    }
+    release(d);
+    d->open = 0;
+    return rc;
+}
