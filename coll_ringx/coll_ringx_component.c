@@ -22,7 +22,7 @@
 /* Send-side bounce buffers per staged call: enough to keep copies out,
  * transfers and the receiver's copies in of a few segments in flight. */
 #define RINGX_DEFAULT_BOUNCE_BUFFERS 4
-#define RINGX_DEFAULT_MAILBOX_BYTES 1024
+#define RINGX_DEFAULT_MAILBOX_BYTES 4096
 #define RINGX_MAX_BOUNCE_BUFFERS 64
 /* The stock components that serve the other collectives under the default
  * selection: self (MPI_COMM_SELF), inter (intercommunicators), tuned and

@@ -1,15 +1,21 @@
 /*
  * coll_ringx_direct.c - direct reads: on one node, a rank reads the blocks
- * it needs straight out of the other ranks' buffers (a UCX get, one copy
- * by the kernel's cross-memory attach), instead of waiting for each peer
- * to send them.
+ * it needs out of the other ranks' buffers (ucp_get_nbx) in the order it
+ * likes, instead of exchanging them with one partner per step.
  *
  * With more ranks than cores, an exchange step needs both partners on a
  * core at once, and a rank that is not scheduled holds up its partners at
- * every step.  A read needs nothing from the peer but the address and key
- * of its buffer, written once per call into the peer's exposure record
- * (the head of the communicator's region of its window, see
- * coll_ringx_mailbox.c); each rank then makes progress whenever it runs.
+ * every step.  Reads need the address and key of each peer's buffer,
+ * written once per call into the peer's exposure record (the head of the
+ * communicator's region of its window, see coll_ringx_mailbox.c).
+ *
+ * How UCX carries a get depends on its version and transports.  UCX 1.13
+ * over shared memory has no transport for gets from ordinary memory (its
+ * cma transport serves only rendezvous), so it emulates them: the peer's
+ * worker answers with the data in active messages.  The peer answers
+ * while it progresses, which it does in every wait below; but at 4 ranks
+ * per core the answers come late, which is why recursive doubling, not
+ * this, serves powers of two by default (coll_ringx_decision.c).
  *
  * A call: every rank exposes its buffer and publishes the record (flag =
  * call number + 1, release); waits for every peer's record (acquire); if
