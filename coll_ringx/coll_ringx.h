@@ -51,6 +51,7 @@ typedef struct mca_coll_ringx_component_t {
     int gpu_bounce_buffers;               /* send bounce buffers per staged call */
     bool stage_host_buffers;              /* testing: stage host buffers too */
     size_t mailbox_bytes;                 /* largest message through a mailbox; 0: none */
+    bool single_copy;                     /* direct reads through UCX's cma transport */
     char *fill;                           /* components that fill empty slots */
 
     int output;                           /* opal_output stream for verbose logs */
@@ -324,7 +325,12 @@ static inline int ringx_direct_possible(const mca_coll_ringx_module_t *m)
     return m->mailbox.local != NULL;
 }
 
-/* What ringx_direct_open answers, on every rank alike, when some rank
+/* Whether this rank can read every peer of m with single copies (UCX's
+ * cma transport); every rank must read the same way, which each call's
+ * records check. */
+int ringx_direct_single_copy(const mca_coll_ringx_module_t *m);
+
+/* What ringx_direct_agree answers, on every rank alike, when some rank
  * cannot expose its buffer; the call then takes another algorithm. */
 #define RINGX_DIRECT_DECLINED 1
 

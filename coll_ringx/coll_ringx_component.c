@@ -55,6 +55,7 @@ mca_coll_ringx_component_t mca_coll_ringx_component = {
     .yield = -1,
     .gpu_bounce_buffers = RINGX_DEFAULT_BOUNCE_BUFFERS,
     .mailbox_bytes = RINGX_DEFAULT_MAILBOX_BYTES,
+    .single_copy = true,
     .output = -1,
 };
 
@@ -214,6 +215,12 @@ static int ringx_register(void)
                  "reserves 64 communicators x 32 slots of this size in shared memory",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
                  &c->mailbox_bytes);
+    register_var("single_copy",
+                 "Direct reads (algorithm direct_read) copy straight from the peer's memory "
+                 "through UCX's cma transport where it opens; false: through UCP gets, which "
+                 "UCX 1.13 carries between processes of a node as messages the peer answers",
+                 MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+                 &c->single_copy);
     c->fill = RINGX_DEFAULT_FILL;
     register_var("fill",
                  "Open MPI coll components that ringx loads to serve the collective slots "

@@ -57,20 +57,22 @@ static const unsigned algs_of[RINGX_COLL_COUNT] = {
  * recursive halving on powers of two (np 4, 64-128 KiB: 1.6-1.7x where the
  * ring gave 1.1-1.2x; the ring ahead from 4 MiB), the ring on other counts
  * (np 3 and 6, 384 KiB - 3 MiB: 1.2-1.8 times as fast as folded halving).
- * Allgather above 64 KiB on other rank counts on one node: direct reads
- * (512 KiB - 32 MiB: 4-40% less time than the ring at np 3, 5 and 7, 0-23%
- * less than neighbour exchange at np 6; ahead of both from 64 KiB in an
- * earlier run at np 3 and 6).  On powers of two recursive doubling stays: direct reads were as
- * fast at np 4, and at np 8 (4 ranks per core) 20-30% slower in some runs,
- * as each read waits for the peer to answer (see coll_ringx_direct.c).
+ * On one node, direct reads (single copies through UCX's cma transport)
+ * from 64 KiB: allgather at np 8, 256 KiB - 64 MiB, 0.99-1.21x the stock
+ * collective where recursive doubling gave 0.92-1.04x; at 64 KiB 33% less
+ * time than the ring at np 3, 14% less than neighbour exchange at np 6;
+ * reduce_scatter_block 4-48% less time than recursive halving
+ * and the ring at np 3, 6 and 8 from 64 KiB, and at np 2 and 4 from
+ * 32-64 KiB.
  * One run per algorithm, forced through the MCA variables.  Machines
  * differ: a rules file measured on the machine replaces these.
  */
 static const char *const builtin_defaults[RINGX_COLL_COUNT] = {
     [RINGX_COLL_ALLREDUCE] = "8K:recursive_doubling,1M:rabenseifner,rabenseifner|ring",
     [RINGX_COLL_ALLGATHER] = "16K:recursive_doubling,64K:recursive_doubling|neighbor_exchange,"
-                             "recursive_doubling|direct_read|neighbor_exchange",
-    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "16K:recursive_halving,2M:recursive_halving|ring,ring",
+                             "direct_read|recursive_doubling|neighbor_exchange",
+    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "16K:recursive_halving,64K:recursive_halving|ring,"
+                                        "2M:direct_read|recursive_halving|ring,direct_read|ring",
 };
 
 #define MAX_DEFAULTS 8

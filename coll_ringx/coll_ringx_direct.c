@@ -1,6 +1,6 @@
 /*
  * coll_ringx_direct.c - direct reads: on one node, a rank reads the blocks
- * it needs out of the other ranks' buffers (ucp_get_nbx) in the order it
+ * it needs out of the other ranks' buffers (UCX reads) in the order it
  * likes, instead of exchanging them with one partner per step.
  *
  * With more ranks than cores, an exchange step needs both partners on a
@@ -9,24 +9,23 @@
  * written once per call into the peer's exposure record (the head of the
  * communicator's region of its window, see coll_ringx_mailbox.c).
  *
- * How UCX carries a get depends on its version and transports.  UCX 1.13
- * over shared memory has no transport for gets from ordinary memory (its
- * cma transport serves only rendezvous), so it emulates them: the peer's
- * worker answers with the data in active messages.  The peer answers
- * while it progresses, which it does in every wait below; but at 4 ranks
- * per core the answers come late, which is why recursive doubling, not
- * this, serves powers of two by default (coll_ringx_decision.c).
+ * The reads are single copies by the kernel through UCX's cma transport
+ * (coll_ringx_cma.c) when every rank of the communicator has it; else
+ * UCP gets, which UCX 1.13 carries between processes of a node as active
+ * messages that the peer answers whenever it progresses (it does in every
+ * wait below).
  *
  * A call: every rank exposes its buffer and publishes the record (flag =
  * call number + 1, release); waits for every peer's record (acquire); if
- * every rank could expose, reads what it needs; then adds one to each
- * peer's count of finished reads and waits until its own count says every
- * peer has finished reading its buffer, which must stay untouched until
- * then.  If some rank could not expose its buffer (device memory, a
- * failed registration), every rank sees it in the records and the call
- * goes to a message-based algorithm instead.  The record of call n is
- * rewritten only in a later call, which no rank starts before every rank
- * has read it: a rank leaves call n only after every peer has taken part.
+ * every rank could expose, and for the same kind of reads, reads what it
+ * needs; then adds one to each peer's count of finished reads and waits
+ * until its own count says every peer has finished reading its buffer,
+ * which must stay untouched until then.  If some rank could not expose its
+ * buffer (device memory, a staged call, a failed registration), every rank
+ * sees it in the records and the call goes to a message-based algorithm
+ * instead.  The record of call n is rewritten only in a later call, which
+ * no rank starts before every rank has read it: a rank leaves call n only
+ * after every peer has taken part.
  */
 #include "coll_ringx.h"
 
@@ -40,9 +39,11 @@
 typedef struct exposure_record {
     uint64_t flag;                  /* call number + 1 once the rest is written */
     uint64_t address;               /* the exposed buffer */
-    uint64_t rkey_len;              /* 0: this rank's buffer cannot be read */
+    uint64_t readable;              /* 0: this rank's buffer cannot be read */
+    uint64_t single_copy;           /* the key is for single-copy reads */
+    uint64_t rkey_len;              /* may be 0: cma needs no key */
     char rkey[RKEY_MAX_BYTES];
-    char pad_to_line[64 - (3 * sizeof(uint64_t) + RKEY_MAX_BYTES) % 64];
+    char pad_to_line[64 - (5 * sizeof(uint64_t) + RKEY_MAX_BYTES) % 64];
     uint64_t reads_done;            /* peers' finished reads, over all calls */
 } exposure_record_t;
 
@@ -61,7 +62,9 @@ static void publish(ringx_direct_t *d, const void *buf, int readable)
 
     readable = readable && d->own.packed_rkey_len <= RKEY_MAX_BYTES;
     own->address = (uint64_t)(uintptr_t)buf;
+    own->readable = (uint64_t)readable;
     own->rkey_len = readable ? d->own.packed_rkey_len : 0;
+    own->single_copy = (uint64_t)d->own.single_copy;
     if (readable) {
         memcpy(own->rkey, d->own.packed_rkey, d->own.packed_rkey_len);
     }
@@ -77,26 +80,29 @@ static const exposure_record_t *wait_record(ringx_direct_t *d, int rank)
     return r;
 }
 
-/* Reads every peer's record; 1 if every rank exposed its buffer. */
+/* Reads every peer's record; 1 if every rank exposed its buffer, all of
+ * them for the same kind of reads. */
 static int every_rank_readable(ringx_direct_t *d)
 {
     int all = 1;
+    uint64_t kind = (uint64_t)d->own.single_copy;
     for (int k = 1; k < d->m->size; k++) {
         int rank = (d->m->rank + k) % d->m->size;
         const exposure_record_t *r = wait_record(d, rank);
         if (d->remote != NULL) {
             d->remote[rank] = r->address;
         }
-        all = all && r->rkey_len > 0;
+        all = all && r->readable && r->single_copy == kind;
     }
-    return all && record_of(d->m, d->m->rank)->rkey_len > 0;
+    return all && record_of(d->m, d->m->rank)->readable;
 }
 
 static int unpack_keys(ringx_direct_t *d)
 {
     for (int rank = 0; rank < d->m->size; rank++) {
         if (rank != d->m->rank) {
-            d->rkeys[rank] = ringx_ucx_rkey(d->m->peers[rank], record_of(d->m, rank)->rkey);
+            d->rkeys[rank] = ringx_ucx_rkey(d->m->peers[rank], record_of(d->m, rank)->rkey,
+                                            d->own.single_copy);
             if (d->rkeys[rank] == NULL) {
                 return OMPI_ERROR;
             }
@@ -108,11 +114,21 @@ static int unpack_keys(ringx_direct_t *d)
 static void release(ringx_direct_t *d)
 {
     for (int rank = 0; d->rkeys != NULL && rank < d->m->size; rank++) {
-        ringx_ucx_rkey_release(d->rkeys[rank]);
+        ringx_ucx_rkey_release(d->rkeys[rank], d->own.single_copy);
     }
     ringx_ucx_unexpose(&d->own);
     free(d->rkeys);
     d->rkeys = NULL;
+}
+
+int ringx_direct_single_copy(const mca_coll_ringx_module_t *m)
+{
+    for (int rank = 0; rank < m->size; rank++) {
+        if (rank != m->rank && !ringx_ucx_single_copy(m->peers[rank])) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
@@ -127,7 +143,8 @@ void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_me
     /* rkeys, remote and reqs in one allocation */
     d->rkeys = calloc((size_t)p, sizeof(void *) + sizeof(uint64_t) + sizeof(ringx_req_t));
     readable = d->rkeys != NULL && len > 0 && !ringx_memtype_on_device(mem->type) &&
-               !mem->staged && ringx_ucx_expose(buf, len, &d->own) == OMPI_SUCCESS;
+               !mem->staged &&
+               ringx_ucx_expose(buf, len, ringx_direct_single_copy(m), &d->own) == OMPI_SUCCESS;
     if (d->rkeys != NULL) {
         d->remote = (uint64_t *)(d->rkeys + p);
         d->reqs = (ringx_req_t *)(d->remote + p);
@@ -149,7 +166,7 @@ int ringx_direct_read(ringx_direct_t *d, int rank, void *dst, size_t offset, siz
 {
     return len == 0 ? OMPI_SUCCESS
                     : ringx_ucx_iget(d->m->peers[rank], dst, len, d->remote[rank] + offset,
-                                     d->rkeys[rank], &d->reqs[rank]);
+                                     d->rkeys[rank], d->own.single_copy, &d->reqs[rank]);
 }
 
 int ringx_direct_wait(ringx_direct_t *d, int rank)

@@ -127,8 +127,8 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     mb->bytes = bytes;
     mb->stride = slot_stride(bytes);
     mb->local = region_of(window, m->comm_id, bytes);
-    RINGX_LOG(2, "%s: direct reads; messages up to %zu bytes go through mailboxes",
-              comm->c_name, bytes);
+    RINGX_LOG(2, "%s: direct reads (%s); messages up to %zu bytes go through mailboxes",
+              comm->c_name, ringx_direct_single_copy(m) ? "single copies" : "UCP gets", bytes);
     return OMPI_SUCCESS;
 }
 

@@ -18,6 +18,7 @@
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 
+#include "coll_ringx_cma.h"
 #include "coll_ringx_ucx.h"
 
 /* Empty progress rounds before a waiting process gives up its core: one.
@@ -35,6 +36,7 @@ struct ringx_peer {
     ucp_rkey_h window_rkey;     /* its window, once mapped */
     char *window;               /* where its window is mapped here; NULL if not */
     int window_tried;
+    void *cma_ep;               /* single-copy reads from it; NULL if none */
     struct ringx_peer *next;    /* every peer, for teardown */
 };
 
@@ -140,11 +142,19 @@ static void create_window(size_t bytes)
     if (status == UCS_OK && (status = ucp_mem_query(ucx.window_memh, &attr)) == UCS_OK) {
         status = ucp_rkey_pack(ucx.context, ucx.window_memh, &rkey, &rkey_len);
     }
-    if (status == UCS_OK && (ucx.window_desc = malloc(sizeof(uint64_t) + rkey_len)) != NULL) {
-        uint64_t base = (uint64_t)(uintptr_t)attr.address;
-        memcpy(ucx.window_desc, &base, sizeof(base));
-        memcpy((char *)ucx.window_desc + sizeof(base), rkey, rkey_len);
-        ucx.window_desc_len = sizeof(base) + rkey_len;
+    size_t cma_len;
+    const void *cma_address = ringx_cma_address(&cma_len);
+    if (status == UCS_OK &&
+        (ucx.window_desc = malloc(2 * sizeof(uint64_t) + rkey_len + cma_len)) != NULL) {
+        /* the window's base, its key's length, the key, then the address
+         * for single-copy reads (if any) */
+        uint64_t head[2] = { (uint64_t)(uintptr_t)attr.address, rkey_len };
+        memcpy(ucx.window_desc, head, sizeof(head));
+        memcpy((char *)ucx.window_desc + sizeof(head), rkey, rkey_len);
+        if (cma_len) {
+            memcpy((char *)ucx.window_desc + sizeof(head) + rkey_len, cma_address, cma_len);
+        }
+        ucx.window_desc_len = sizeof(head) + rkey_len + cma_len;
         ucx.window = attr.address;
         ucx.window_bytes = bytes;
         memset(ucx.window, 0, bytes);
@@ -163,7 +173,8 @@ static void create_window(size_t bytes)
     }
 }
 
-int ringx_ucx_start(int thread_multiple, int verbose_output, size_t window_bytes)
+int ringx_ucx_start(int thread_multiple, int verbose_output, size_t window_bytes,
+                    int single_copy)
 {
     int rc = OMPI_SUCCESS;
 
@@ -175,6 +186,9 @@ int ringx_ucx_start(int thread_multiple, int verbose_output, size_t window_bytes
             rc = create_worker(thread_multiple);
         }
         if (rc == OMPI_SUCCESS) {
+            if (single_copy) {
+                (void)ringx_cma_open(ucx.output);     /* optional: logged if unavailable */
+            }
             create_window(window_bytes);
             OBJ_CONSTRUCT(&ucx.peers_by_key, opal_hash_table_t);
             opal_hash_table_init(&ucx.peers_by_key, 64);
@@ -242,6 +256,7 @@ void ringx_ucx_stop(void)
             if (peer->window_rkey) {
                 ucp_rkey_destroy(peer->window_rkey);
             }
+            ringx_cma_disconnect(peer->cma_ep);
             if (peer->ep) {
                 close_endpoint(peer->ep);
             }
@@ -259,6 +274,7 @@ void ringx_ucx_stop(void)
         ucp_worker_release_address(ucx.worker, ucx.address);
         ucp_worker_destroy(ucx.worker);
         ucp_cleanup(ucx.context);
+        ringx_cma_close();
     }
     ucx.state = UCX_NOT_STARTED;
     pthread_mutex_unlock(&ucx.lock);
@@ -336,28 +352,33 @@ const void *ringx_ucx_window_desc(size_t *len)
 }
 
 /* ucp_rkey_ptr gives an address only where the window can be reached with
- * loads and stores (a shared-memory transport to a peer on this node). */
+ * loads and stores (a shared-memory transport to a peer on this node).
+ * desc: see create_window(). */
 char *ringx_ucx_peer_window(ringx_peer_t *peer, const void *desc, size_t len)
 {
     ucp_ep_h ep = peer->ep;
-    uint64_t base;
+    uint64_t head[2];
 
-    if (len <= sizeof(base) || (ep == NULL && peer_endpoint(peer, &ep) != OMPI_SUCCESS)) {
+    if (len <= sizeof(head) || (ep == NULL && peer_endpoint(peer, &ep) != OMPI_SUCCESS)) {
         return NULL;
     }
-    memcpy(&base, desc, sizeof(base));
+    memcpy(head, desc, sizeof(head));
+    if (head[1] == 0 || head[1] > len - sizeof(head)) {
+        return NULL;
+    }
+    const char *rkey = (const char *)desc + sizeof(head);
     pthread_mutex_lock(&ucx.lock);
     if (!peer->window_tried) {
         void *mapped = NULL;
         peer->window_tried = 1;
-        if (ucp_ep_rkey_unpack(ep, (const char *)desc + sizeof(base), &peer->window_rkey) !=
-            UCS_OK) {
+        if (ucp_ep_rkey_unpack(ep, rkey, &peer->window_rkey) != UCS_OK) {
             peer->window_rkey = NULL;
-        } else if (ucp_rkey_ptr(peer->window_rkey, base, &mapped) != UCS_OK) {
+        } else if (ucp_rkey_ptr(peer->window_rkey, head[0], &mapped) != UCS_OK) {
             ucp_rkey_destroy(peer->window_rkey);
             peer->window_rkey = NULL;
         } else {
             peer->window = mapped;
+            peer->cma_ep = ringx_cma_connect(rkey + head[1], len - sizeof(head) - head[1]);
         }
     }
     pthread_mutex_unlock(&ucx.lock);
@@ -417,66 +438,100 @@ int ringx_ucx_irecv(void *buf, size_t len, uint64_t tag, ringx_req_t *req)
     return ringx_ucx_irecv_mem(buf, len, tag, 0, req);
 }
 
-int ringx_ucx_expose(const void *buf, size_t len, ringx_exposed_t *e)
+int ringx_ucx_single_copy(const ringx_peer_t *peer)
+{
+    return peer->cma_ep != NULL;
+}
+
+static int expose_single_copy(const void *buf, size_t len, ringx_exposed_t *e)
+{
+    e->packed_rkey_len = ringx_cma_key_bytes();
+    e->packed_rkey = malloc(e->packed_rkey_len ? e->packed_rkey_len : 1);
+    if (e->packed_rkey == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    return ringx_cma_register(buf, len, &e->memh, e->packed_rkey);
+}
+
+int ringx_ucx_expose(const void *buf, size_t len, int single_copy, ringx_exposed_t *e)
 {
     ucp_mem_map_params_t params = {
         .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
         .address = (void *)buf,
         .length = len,
     };
-    ucp_mem_h memh = NULL;
-    ucs_status_t status = ucp_mem_map(ucx.context, &params, &memh);
+    ucs_status_t status;
 
     memset(e, 0, sizeof(*e));
-    if (status == UCS_OK) {
-        status = ucp_rkey_pack(ucx.context, memh, &e->packed_rkey, &e->packed_rkey_len);
-        if (status != UCS_OK) {
-            ucp_mem_unmap(ucx.context, memh);
+    e->single_copy = single_copy;
+    if (single_copy) {
+        int rc = expose_single_copy(buf, len, e);
+        if (rc != OMPI_SUCCESS) {
+            ringx_ucx_unexpose(e);
         }
+        return rc;
+    }
+    status = ucp_mem_map(ucx.context, &params, (ucp_mem_h *)&e->memh);
+    if (status == UCS_OK) {
+        status = ucp_rkey_pack(ucx.context, e->memh, &e->packed_rkey, &e->packed_rkey_len);
     }
     if (status != UCS_OK) {
         opal_output_verbose(1, ucx.output, "coll:ringx: cannot expose %zu bytes for reads: %s",
                             len, ucs_status_string(status));
-        memset(e, 0, sizeof(*e));
+        ringx_ucx_unexpose(e);
         return status_to_ompi(status);
     }
-    e->memh = memh;
     return OMPI_SUCCESS;
 }
 
 void ringx_ucx_unexpose(ringx_exposed_t *e)
 {
-    if (e->packed_rkey != NULL) {
-        ucp_rkey_buffer_release(e->packed_rkey);
-    }
-    if (e->memh != NULL) {
-        ucp_mem_unmap(ucx.context, e->memh);
+    if (e->single_copy) {
+        ringx_cma_deregister(e->memh);
+        free(e->packed_rkey);
+    } else {
+        if (e->packed_rkey != NULL) {
+            ucp_rkey_buffer_release(e->packed_rkey);
+        }
+        if (e->memh != NULL) {
+            ucp_mem_unmap(ucx.context, e->memh);
+        }
     }
     memset(e, 0, sizeof(*e));
 }
 
-void *ringx_ucx_rkey(ringx_peer_t *peer, const void *packed_rkey)
+void *ringx_ucx_rkey(ringx_peer_t *peer, const void *packed_rkey, int single_copy)
 {
     ucp_ep_h ep = peer->ep;
     ucp_rkey_h rkey = NULL;
 
+    if (single_copy) {
+        return ringx_cma_key_unpack(packed_rkey);
+    }
     if (ep == NULL && peer_endpoint(peer, &ep) != OMPI_SUCCESS) {
         return NULL;
     }
     return ucp_ep_rkey_unpack(ep, packed_rkey, &rkey) == UCS_OK ? rkey : NULL;
 }
 
-void ringx_ucx_rkey_release(void *rkey)
+void ringx_ucx_rkey_release(void *rkey, int single_copy)
 {
-    if (rkey != NULL) {
+    if (single_copy) {
+        ringx_cma_key_release(rkey);
+    } else if (rkey != NULL) {
         ucp_rkey_destroy(rkey);
     }
 }
 
 int ringx_ucx_iget(ringx_peer_t *peer, void *buf, size_t len, uint64_t remote, void *rkey,
-                   ringx_req_t *req)
+                   int single_copy, ringx_req_t *req)
 {
     ucp_request_param_t param = { .op_attr_mask = 0 };
+
+    if (single_copy) {
+        *req = NULL;
+        return ringx_cma_get(peer->cma_ep, buf, len, remote, rkey);
+    }
     return posted(ucp_get_nbx(peer->ep, buf, len, remote, rkey, &param), req);
 }
 

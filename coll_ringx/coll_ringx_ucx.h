@@ -19,9 +19,11 @@ typedef struct ringx_peer ringx_peer_t;
 typedef void *ringx_req_t;
 
 /* Starts UCX once per process; later calls return the first outcome.
- * window_bytes: the size of this process's window (below; 0: none).
+ * window_bytes: the size of this process's window (below; 0: none);
+ * single_copy: open UCX's cma transport for direct reads too.
  * Returns 0 on success, an OMPI error code if UCX cannot start. */
-int ringx_ucx_start(int thread_multiple, int verbose_output, size_t window_bytes);
+int ringx_ucx_start(int thread_multiple, int verbose_output, size_t window_bytes,
+                    int single_copy);
 
 /* Whether ringx_ucx_start() succeeded. */
 int ringx_ucx_ready(void);
@@ -50,27 +52,35 @@ const void *ringx_ucx_window_desc(size_t *len);
  * node, no shared-memory transport).  Mapped once per peer. */
 char *ringx_ucx_peer_window(ringx_peer_t *peer, const void *desc, size_t len);
 
-/* A host buffer this process lets its peers read for a while: its UCX
+/* A host buffer this process lets its peers read for a while: its
  * registration and the packed key a peer needs to read it. */
 typedef struct ringx_exposed {
     void *memh;
     void *packed_rkey;
     size_t packed_rkey_len;
+    int single_copy;
 } ringx_exposed_t;
 
-/* Registers len bytes at buf for peers' reads (ringx_ucx_iget); returns 0
- * or an OMPI error code (then *e holds nothing to release). */
-int ringx_ucx_expose(const void *buf, size_t len, ringx_exposed_t *e);
+/* Whether reads from peer are single copies by the kernel (UCX's cma
+ * transport, coll_ringx_cma.c); otherwise they go through UCP, which
+ * between processes of a node may carry them in messages. */
+int ringx_ucx_single_copy(const ringx_peer_t *peer);
+
+/* Registers len bytes at buf for peers' reads (ringx_ucx_iget), for single
+ * copies or through UCP; returns 0 or an OMPI error code (then *e holds
+ * nothing to release).  The reads and keys must use the same way. */
+int ringx_ucx_expose(const void *buf, size_t len, int single_copy, ringx_exposed_t *e);
 void ringx_ucx_unexpose(ringx_exposed_t *e);
 
 /* A peer's key, unpacked for reads from it; NULL on failure. */
-void *ringx_ucx_rkey(ringx_peer_t *peer, const void *packed_rkey);
-void ringx_ucx_rkey_release(void *rkey);
+void *ringx_ucx_rkey(ringx_peer_t *peer, const void *packed_rkey, int single_copy);
+void ringx_ucx_rkey_release(void *rkey, int single_copy);
 
 /* Posts a read of len bytes at remote (in peer's memory, under rkey) into
- * buf; as ringx_ucx_isend for *req and the result. */
+ * buf; as ringx_ucx_isend for *req and the result (a single copy is done
+ * when this returns). */
 int ringx_ucx_iget(ringx_peer_t *peer, void *buf, size_t len, uint64_t remote, void *rkey,
-                   ringx_req_t *req);
+                   int single_copy, ringx_req_t *req);
 
 /* Posts a send to peer / a receive matching tag exactly.  On success *req
  * is set (NULL if the operation already completed); returns 0 or an OMPI

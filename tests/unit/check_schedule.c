@@ -400,10 +400,15 @@ START_TEST(decision_direct_reads_need_shared_memory)
         int pof2 = (p & (p - 1)) == 0;
         ck_assert(!ringx_alg_runs_on(RINGX_COLL_ALLGATHER, RINGX_ALG_DIRECT_READ, p, 0));
         ck_assert(ringx_alg_fits(RINGX_COLL_ALLGATHER, RINGX_ALG_DIRECT_READ, p, 1));
-        /* the built-in defaults: direct reads for large buffers on one node,
-         * where recursive doubling cannot run */
+        /* the built-in defaults: direct reads for large buffers on one node */
         ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 1 << 20, p, 1).alg,
-                         pof2 ? RINGX_ALG_RECURSIVE_DOUBLING : RINGX_ALG_DIRECT_READ);
+                         RINGX_ALG_DIRECT_READ);
+        ck_assert_int_eq(
+            ringx_decide(RINGX_COLL_REDUCE_SCATTER_BLOCK, RINGX_ALG_AUTO, 1 << 20, p, 1).alg,
+            RINGX_ALG_DIRECT_READ);
+        ck_assert_int_eq(
+            ringx_decide(RINGX_COLL_REDUCE_SCATTER_BLOCK, RINGX_ALG_AUTO, 1 << 20, p, 0).alg,
+            pof2 ? RINGX_ALG_RECURSIVE_HALVING : RINGX_ALG_RING);
         ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 1 << 20, p, 0).alg,
                          pof2 ? RINGX_ALG_RECURSIVE_DOUBLING
                               : p % 2 == 0 ? RINGX_ALG_NEIGHBOR_EXCHANGE : RINGX_ALG_RING);
@@ -411,6 +416,7 @@ START_TEST(decision_direct_reads_need_shared_memory)
                          RINGX_ALG_DIRECT_READ);
     }
     ck_assert(!ringx_alg_valid(RINGX_COLL_ALLREDUCE, RINGX_ALG_DIRECT_READ));
+    ck_assert(ringx_alg_valid(RINGX_COLL_REDUCE_SCATTER_BLOCK, RINGX_ALG_DIRECT_READ));
     /* forced where it cannot run: the ring */
     ringx_decision_t d = ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_DIRECT_READ, 64, 4, 0);
     ck_assert_int_eq(d.alg, RINGX_ALG_RING);
