@@ -57,8 +57,9 @@ static const unsigned algs_of[RINGX_COLL_COUNT] = {
  * recursive halving on powers of two (np 4, 64-128 KiB: 1.6-1.7x where the
  * ring gave 1.1-1.2x; the ring ahead from 4 MiB), the ring on other counts
  * (np 3 and 6, 384 KiB - 3 MiB: 1.2-1.8 times as fast as folded halving).
- * On one node, direct reads (single copies through UCX's cma transport)
- * from 64 KiB: allgather at np 8, 256 KiB - 64 MiB, 0.99-1.21x the stock
+ * On one node, direct reads (single copies through UCX's cma transport):
+ * allgather above 32 KiB (64-128 KiB: 17-27% less time than recursive
+ * doubling at np 2 and 4, 10% more to 4% less at np 8); at np 8, 256 KiB - 64 MiB, 0.99-1.21x the stock
  * collective where recursive doubling gave 0.92-1.04x; at 64 KiB 33% less
  * time than the ring at np 3, 14% less than neighbour exchange at np 6;
  * reduce_scatter_block 4-48% less time than recursive halving
@@ -69,7 +70,7 @@ static const unsigned algs_of[RINGX_COLL_COUNT] = {
  */
 static const char *const builtin_defaults[RINGX_COLL_COUNT] = {
     [RINGX_COLL_ALLREDUCE] = "8K:recursive_doubling,1M:rabenseifner,rabenseifner|ring",
-    [RINGX_COLL_ALLGATHER] = "16K:recursive_doubling,64K:recursive_doubling|neighbor_exchange,"
+    [RINGX_COLL_ALLGATHER] = "16K:recursive_doubling,32K:recursive_doubling|neighbor_exchange,"
                              "direct_read|recursive_doubling|neighbor_exchange",
     [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "16K:recursive_halving,64K:recursive_halving|ring,"
                                         "2M:direct_read|recursive_halving|ring,direct_read|ring",
