@@ -125,6 +125,7 @@ typedef struct ringx_mailbox {
     char **remote;              /* by rank: its region, mapped here */
     size_t bytes;               /* data bytes per slot */
     size_t stride;              /* bytes per slot */
+    size_t whole_bytes;         /* largest allreduce each rank reduces whole (agreed) */
 } ringx_mailbox_t;
 
 typedef struct mca_coll_ringx_module_t {
@@ -234,14 +235,13 @@ int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
                 ringx_coll_t coll, int buffers, int *rc);
 
 /* Chooses the algorithm for a call ringx serves (honouring the
- * collective's algorithm variable), counts the call and logs the choice.
- * bytes is the size of the whole result (allgather) or input (reductions). */
-ringx_alg_t ringx_choose(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes);
-
-/* Chooses as ringx_choose and runs the choice through run (which gets
- * call back); if it is direct reads and some rank declines them, chooses
- * again without them, the same way on every rank, and runs that.  Returns
- * run's result. */
+ * collective's algorithm variable), runs it through run (which gets call
+ * back), counts the call under the algorithm that ran and logs the choice.
+ * bytes is the size of the whole result (allgather) or input (reductions).
+ * If the choice is direct reads and they decline the call (some rank's
+ * buffer cannot be read; for allreduce: no outboxes), chooses again
+ * without them, the same way on every rank, and runs that.  Returns run's
+ * result. */
 int ringx_run_choice(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes,
                      int (*run)(void *call, ringx_alg_t alg), void *call);
 
@@ -311,6 +311,36 @@ const char *ringx_mailbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uin
 
 /* Copies received data into dst, in the call's memory. */
 int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len);
+
+/*
+ * Outboxes: the slots of one call parity in a rank's own region, taken
+ * together, are one host buffer of ringx_outbox_bytes (0: none) that the
+ * rank fills and every peer copies from, with a flag per part.  The owner
+ * fills in its input for call seq (or computes in the area and publishes
+ * a part itself); a peer waits for a part (NULL: the owner failed).  As
+ * with the slots, the buffer is rewritten only two calls later, when every
+ * rank has read it.
+ */
+typedef enum ringx_outbox_part {
+    RINGX_OUTBOX_INPUT,         /* the owner's input, copied in */
+    RINGX_OUTBOX_RESULT,        /* the owner's share of the result, computed in place */
+    RINGX_OUTBOX_PARTS
+} ringx_outbox_part_t;
+
+size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m);
+char *ringx_outbox_area(mca_coll_ringx_module_t *m, uint32_t seq);
+void ringx_outbox_publish(mca_coll_ringx_module_t *m, uint32_t seq, ringx_outbox_part_t what,
+                           int ok);
+int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
+                        const void *buf, size_t len);
+const char *ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank,
+                                 uint32_t seq, ringx_outbox_part_t what, unsigned *idle);
+
+/* Reduces elements [offset, + count) (offset in bytes) of every peer's
+ * input into this rank's own outbox, in host memory: the share of the
+ * result this rank computes, which no peer reads as input. */
+int ringx_outbox_reduce(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
+                        size_t offset, size_t count, ringx_reduction_t red, unsigned *idle);
 
 /* ------------------------------------------------------- direct reads */
 

@@ -156,6 +156,33 @@ static int allgather_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg
     return rc;
 }
 
+/* Direct reads of blocks that fit the outbox (coll_ringx_mailbox.c): each
+ * rank copies its block there and the peers copy it out.  Nothing waits at
+ * the end: the caller's buffers are never read by a peer. */
+static int allgather_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *own,
+                            char *result, size_t block_bytes)
+{
+    uint32_t seq = m->seq++;
+    unsigned idle = 0;
+    char *own_block = result + (size_t)m->rank * block_bytes;
+    int rc = ringx_outbox_fill(m, mem, seq, own, block_bytes);
+
+    if (rc == OMPI_SUCCESS && own != own_block) {
+        rc = ringx_mem_copy(mem, own_block, own, block_bytes);
+    }
+    for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
+        int rank = (m->rank + k) % m->size;
+        const char *data = ringx_outbox_wait(m, mem, rank, seq, RINGX_OUTBOX_INPUT, &idle);
+        rc = data == NULL ? OMPI_ERROR
+                          : ringx_mailbox_take(mem, result + (size_t)rank * block_bytes, data,
+                                               block_bytes);
+    }
+    ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_ALLGATHER], 1);
+    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER],
+                block_bytes * (size_t)(m->size - 1));
+    return rc;
+}
+
 static int allgather_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *own,
                             char *result, size_t block_bytes)
 {
@@ -202,7 +229,9 @@ static int allgather_by(void *call, ringx_alg_t alg)
 
     switch (alg) {
     case RINGX_ALG_DIRECT_READ:
-        return allgather_direct(c->m, c->mem, c->own, c->result, block_bytes);
+        return block_bytes <= ringx_outbox_bytes(c->m)
+                   ? allgather_outbox(c->m, c->mem, c->own, c->result, block_bytes)
+                   : allgather_direct(c->m, c->mem, c->own, c->result, block_bytes);
     case RINGX_ALG_RING:
         return allgather_ring(c->m, c->mem, c->own, c->result, c->block_count, c->elem_size);
     default:

@@ -16,8 +16,14 @@
  * The log(p) algorithms fold rank counts that are not powers of two (see
  * ringx_schedule.h): each even rank of the first pairs hands its buffer to
  * its odd neighbour first and gets the result back last.
+ *
+ * Direct reads (ranks on one node): through the outboxes of
+ * coll_ringx_mailbox.c, a reduce-scatter and an allgather in which every
+ * rank reads from every other at once, one synchronisation each.
  */
 #include "coll_ringx.h"
+
+#include "ringx_host_reduce.h"
 
 typedef struct allreduce_buffers {
     const char *input;      /* sbuf, or rbuf when MPI_IN_PLACE */
@@ -199,6 +205,122 @@ static int allreduce_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg
     return rc;
 }
 
+/* One piece through the outboxes (call seq): every rank copies its input
+ * in, reduces its chunk of every peer's outbox in its own (where no peer
+ * reads that chunk of its input), publishes it and copies every rank's
+ * chunk out. */
+static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *input,
+                        char *result, size_t count, ringx_reduction_t red)
+{
+    size_t elem = ringx_type_size(red.type);
+    uint32_t seq = m->seq++;
+    unsigned idle = 0;
+    int rc = ringx_outbox_fill(m, mem, seq, input, count * elem);
+
+    if (rc == OMPI_SUCCESS) {
+        rc = ringx_outbox_reduce(m, mem, seq, ringx_block_offset(count, m->size, m->rank) * elem,
+                                 ringx_block_count(count, m->size, m->rank), red, &idle);
+    }
+    ringx_outbox_publish(m, seq, RINGX_OUTBOX_RESULT, rc == OMPI_SUCCESS);
+    for (int k = 0; k < m->size && rc == OMPI_SUCCESS; k++) {
+        int owner = (m->rank + k) % m->size;
+        size_t off = ringx_block_offset(count, m->size, owner) * elem;
+        const char *data = k == 0 ? ringx_outbox_area(m, seq)
+                                  : ringx_outbox_wait(m, mem, owner, seq, RINGX_OUTBOX_RESULT,
+                                                      &idle);
+        rc = data == NULL ? OMPI_ERROR
+                          : ringx_mailbox_take(mem, result + off, data + off,
+                                               ringx_block_count(count, m->size, owner) * elem);
+    }
+    return rc;
+}
+
+/* A small buffer: every rank reduces all of it from every outbox, in rank
+ * order so that every rank gets the same bits; one synchronisation where
+ * outbox_piece has two. */
+static int outbox_whole(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *input,
+                        char *result, size_t count, ringx_reduction_t red)
+{
+    size_t bytes = count * ringx_type_size(red.type);
+    uint32_t seq = m->seq++;
+    unsigned idle = 0;
+    int on_host = !ringx_memtype_on_device(mem->type);
+    int rc = ringx_outbox_fill(m, mem, seq, input, bytes);
+    char *acc = on_host ? result : ringx_scratch_get(&m->blocks, bytes);
+    const char *first = NULL;
+
+    rc = rc == OMPI_SUCCESS && acc == NULL ? OMPI_ERR_OUT_OF_RESOURCE : rc;
+    for (int rank = 0; rank < m->size && rc == OMPI_SUCCESS; rank++) {
+        const char *data = rank == m->rank ? ringx_outbox_area(m, seq)
+                                           : ringx_outbox_wait(m, mem, rank, seq,
+                                                               RINGX_OUTBOX_INPUT, &idle);
+        if (data == NULL) {
+            rc = OMPI_ERROR;
+        } else if (first == NULL) {
+            first = data;
+        } else {
+            ringx_host_reduce(acc, first, data, count, red.type, red.op);
+            first = acc;
+        }
+    }
+    return rc == OMPI_SUCCESS && !on_host ? ringx_mailbox_take(mem, result, acc, bytes) : rc;
+}
+
+/* Direct reads: the buffer goes through the outboxes a piece at a time,
+ * each piece a call of its own (the outboxes alternate between pieces as
+ * between calls). */
+static int allreduce_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
+                            void *rbuf, size_t count, ringx_reduction_t red)
+{
+    size_t elem = ringx_type_size(red.type), piece = ringx_outbox_bytes(m) / elem;
+    const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    int whole = count * elem <= m->mailbox.whole_bytes && count <= piece;
+    int rc = OMPI_SUCCESS;
+
+    if (piece == 0) {
+        return RINGX_DIRECT_DECLINED;       /* no outboxes (coll_ringx_mailbox_bytes 0) */
+    }
+    if (whole) {
+        rc = outbox_whole(m, mem, input, rbuf, count, red);
+    } else {
+        for (size_t done = 0; rc == OMPI_SUCCESS && done < count; done += piece) {
+            size_t n = count - done < piece ? count - done : piece;
+            rc = outbox_piece(m, mem, input + done * elem, (char *)rbuf + done * elem, n, red);
+        }
+    }
+    if (rc == OMPI_SUCCESS) {
+        ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_ALLREDUCE], 1);
+        /* what the peers took from this rank: all its input, or a share
+         * of it and of the result */
+        ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLREDUCE],
+                    whole ? count * elem * (size_t)(m->size - 1)
+                          : count * elem / (size_t)m->size * (size_t)(m->size - 1) * 2);
+    }
+    return rc;
+}
+
+typedef struct allreduce_call {
+    mca_coll_ringx_module_t *m;
+    ringx_mem_t *mem;
+    const void *sbuf;
+    void *rbuf;
+    size_t count;
+    ringx_reduction_t red;
+} allreduce_call_t;
+
+static int allreduce_by(void *call, ringx_alg_t alg)
+{
+    allreduce_call_t *c = call;
+    switch (alg) {
+    case RINGX_ALG_DIRECT_READ:
+        return allreduce_outbox(c->m, c->mem, c->sbuf, c->rbuf, c->count, c->red);
+    case RINGX_ALG_RING:
+        return allreduce_ring(c->m, c->mem, c->sbuf, c->rbuf, c->count, c->red);
+    default:
+        return allreduce_log(c->m, c->mem, alg, c->sbuf, c->rbuf, c->count, c->red);
+    }
+}
+
 int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                              struct ompi_communicator_t *comm,
@@ -218,12 +340,11 @@ int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
                                   : m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                                       m->prev_allreduce_module);
     }
-    ringx_alg_t alg = ringx_choose(m, RINGX_COLL_ALLREDUCE,
-                                   (size_t)count * ringx_type_size(red.type));
+    allreduce_call_t call = { m, &mem, sbuf, rbuf, (size_t)count, red };
     rc = ringx_mem_start(&mem, m, RINGX_COLL_ALLREDUCE);
     if (rc == OMPI_SUCCESS) {
-        rc = alg == RINGX_ALG_RING ? allreduce_ring(m, &mem, sbuf, rbuf, (size_t)count, red)
-                                   : allreduce_log(m, &mem, alg, sbuf, rbuf, (size_t)count, red);
+        rc = ringx_run_choice(m, RINGX_COLL_ALLREDUCE, (size_t)count * ringx_type_size(red.type),
+                              allreduce_by, &call);
     }
     return ringx_mem_finish(&mem, rc);
 }

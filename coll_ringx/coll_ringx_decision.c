@@ -33,7 +33,7 @@ static const char *const fallback_names[RINGX_FALLBACK_COUNT] = {
 /* Which algorithms each collective has (bit per ringx_alg_t). */
 static const unsigned algs_of[RINGX_COLL_COUNT] = {
     [RINGX_COLL_ALLREDUCE] = 1u << RINGX_ALG_RING | 1u << RINGX_ALG_RECURSIVE_DOUBLING |
-                             1u << RINGX_ALG_RABENSEIFNER,
+                             1u << RINGX_ALG_RABENSEIFNER | 1u << RINGX_ALG_DIRECT_READ,
     [RINGX_COLL_ALLGATHER] = 1u << RINGX_ALG_RING | 1u << RINGX_ALG_RECURSIVE_DOUBLING |
                              1u << RINGX_ALG_BRUCK | 1u << RINGX_ALG_NEIGHBOR_EXCHANGE |
                              1u << RINGX_ALG_DIRECT_READ,
@@ -43,36 +43,45 @@ static const unsigned algs_of[RINGX_COLL_COUNT] = {
 
 /*
  * Built-in defaults, from ringx_bench at np 2..8 on the development
- * machine (2 cores, host memory, float sum; README): recursive doubling /
- * halving win while latency dominates (up to 8-16 KiB), Rabenseifner for
- * medium allreduce, the pipelined ring beyond.  "a|b": a where the rank
- * count needs no folding, else b (below).  Allreduce above 1 MiB:
- * Rabenseifner on powers of two (np 4 and 8, 1-16 MiB: 1.13-1.43x the stock
- * collective where the ring gave 1.02-1.26x), the ring on other counts
- * (np 6: 1.4-1.7x against 1.2-1.4x).  Allgather above 16 KiB: recursive
- * doubling on powers of two (np 8, 64 KiB - 16 MiB: 1.00-1.04x the stock
- * collective where neighbour exchange gave 0.90-0.97x; np 4, 32 KiB - 1 MiB:
- * 1.4-1.8x against 0.95-1.02x), neighbour exchange on other even counts,
- * the ring on odd ones.  Reduce_scatter_block from 16 KiB to 2 MiB:
- * recursive halving on powers of two (np 4, 64-128 KiB: 1.6-1.7x where the
- * ring gave 1.1-1.2x; the ring ahead from 4 MiB), the ring on other counts
- * (np 3 and 6, 384 KiB - 3 MiB: 1.2-1.8 times as fast as folded halving).
- * On one node, direct reads (single copies through UCX's cma transport):
- * allgather above 32 KiB (64-128 KiB: 17-27% less time than recursive
- * doubling at np 2 and 4, 10% more to 4% less at np 8); at np 8, 256 KiB - 64 MiB, 0.99-1.21x the stock
- * collective where recursive doubling gave 0.92-1.04x; at 64 KiB 33% less
- * time than the ring at np 3, 14% less than neighbour exchange at np 6;
- * reduce_scatter_block 4-48% less time than recursive halving
- * and the ring at np 3, 6 and 8 from 64 KiB, and at np 2 and 4 from
- * 32-64 KiB.
+ * machine (2 cores, host memory, float sum; README).  "a|b": a where it
+ * fits the rank count and the communicator, else b (below).
+ *
+ * On one node (the ranks share memory), direct reads at every size: small
+ * buffers through the outboxes (coll_ringx_mailbox.c: each rank copies
+ * its data into its own shared memory once and every peer copies or
+ * reduces it from there, one synchronisation per call, none at the end),
+ * larger ones allgather and reduce_scatter_block as single copies out of
+ * the peers' buffers, allreduce in outbox-sized pieces.  Against the
+ * message-based defaults below, in one session: allgather np 8 128 KiB
+ * 4.2x the stock collective where direct single copies gave 0.92x and
+ * recursive doubling less; allreduce np 8 16-64 KiB 3.9-5.1x where
+ * Rabenseifner gave 1.2-2.5x, 16 MiB 1.96x against 1.48x;
+ * reduce_scatter_block np 8 up to 64 KiB 2.5-4.6x against 1.1-2.1x.
+ *
+ * Elsewhere: recursive doubling / halving while latency dominates (up to
+ * 8-16 KiB), Rabenseifner for medium allreduce, the pipelined ring beyond.
+ * Allreduce above 1 MiB: Rabenseifner on powers of two (np 4 and 8,
+ * 1-16 MiB: 1.13-1.43x the stock collective where the ring gave
+ * 1.02-1.26x), the ring on other counts (np 6: 1.4-1.7x against 1.2-1.4x).
+ * Allgather above 16 KiB: recursive doubling on powers of two (np 8,
+ * 64 KiB - 16 MiB: 1.00-1.04x the stock collective where neighbour
+ * exchange gave 0.90-0.97x; np 4, 32 KiB - 1 MiB: 1.4-1.8x against
+ * 0.95-1.02x), neighbour exchange on other even counts, the ring on odd
+ * ones.  Reduce_scatter_block from 16 KiB to 2 MiB: recursive halving on
+ * powers of two (np 4, 64-128 KiB: 1.6-1.7x where the ring gave
+ * 1.1-1.2x; the ring ahead from 4 MiB), the ring on other counts (np 3
+ * and 6, 384 KiB - 3 MiB: 1.2-1.8 times as fast as folded halving).  These
+ * were measured with the ranks on one node and direct reads off.
+ *
  * One run per algorithm, forced through the MCA variables.  Machines
  * differ: a rules file measured on the machine replaces these.
  */
 static const char *const builtin_defaults[RINGX_COLL_COUNT] = {
-    [RINGX_COLL_ALLREDUCE] = "8K:recursive_doubling,1M:rabenseifner,rabenseifner|ring",
-    [RINGX_COLL_ALLGATHER] = "16K:recursive_doubling,32K:recursive_doubling|neighbor_exchange,"
+    [RINGX_COLL_ALLREDUCE] = "8K:direct_read|recursive_doubling,1M:direct_read|rabenseifner,"
+                             "direct_read|rabenseifner|ring",
+    [RINGX_COLL_ALLGATHER] = "16K:direct_read|recursive_doubling,"
                              "direct_read|recursive_doubling|neighbor_exchange",
-    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "16K:recursive_halving,64K:recursive_halving|ring,"
+    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "16K:direct_read|recursive_halving,"
                                         "2M:direct_read|recursive_halving|ring,direct_read|ring",
 };
 

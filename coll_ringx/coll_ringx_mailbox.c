@@ -24,10 +24,18 @@
  * connects).  A region starts with its owner's exposure record for direct
  * reads (coll_ringx_direct.c), which needs no slots: with
  * coll_ringx_mailbox_bytes 0 the regions hold only that.
+ *
+ * The same slots also serve the other way round, as an outbox: the owner
+ * copies its data into its own region once and every peer copies it out
+ * (direct reads of small buffers; see ringx_outbox_bytes).  Every rank
+ * then copies each byte it gets once, where a mailbox message is copied
+ * by its sender and its receiver.
  */
 #include "coll_ringx.h"
 
 #include <string.h>
+
+#include "ringx_host_reduce.h"
 
 /* A slot: the flag, then the data (on the flag's cache line when small). */
 #define FLAG_BYTES sizeof(uint64_t)
@@ -72,6 +80,9 @@ static uint64_t flag_of(uint32_t seq)
     return (uint64_t)seq + 1;
 }
 
+/* Set with a staging flag when the owner could not copy its data in. */
+#define FLAG_FAILED (UINT64_C(1) << 63)
+
 /* ------------------------------------------------------------ connect */
 
 /* Whether this rank can use mailboxes on m: a window, a region for the
@@ -90,6 +101,22 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
     return ok;
 }
 
+/*
+ * The largest allreduce that every rank reduces whole from the outboxes
+ * (one synchronisation) rather than a share each (two).  Measured with
+ * ringx_bench on the development machine (2 cores): at np 2 halves are
+ * faster from 2 KiB; with more ranks than cores, where each
+ * synchronisation waits for the ranks to be scheduled, whole reductions
+ * win up to about 64 KiB at np 4 and 8 KiB at np 8, i.e. while the
+ * reduced bytes, size x (p-1), stay below about 64 KiB.  Every rank must
+ * use the same limit: agreed when the mailboxes connect.
+ */
+static size_t whole_limit(const mca_coll_ringx_module_t *m)
+{
+    size_t limit = 1024, shared = (size_t)64 * 1024 / (size_t)(m->size > 1 ? m->size - 1 : 1);
+    return mca_coll_ringx_should_yield() && shared > limit ? shared : limit;
+}
+
 int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
                           char *const *windows)
 {
@@ -97,7 +124,7 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     size_t bytes = slot_bytes(), window_bytes;
     char *window = ringx_ucx_window(&window_bytes);
     int ok = usable_here(m, windows, bytes);
-    int local[3] = { ok, (int)bytes, -(int)bytes }, global[3];
+    int local[4] = { ok, (int)bytes, -(int)bytes, (int)whole_limit(m) }, global[4];
     int rc;
 
     mb->local = NULL;
@@ -106,7 +133,7 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
          * a communicator freed earlier may have used the same region. */
         memset(region_of(window, m->comm_id, bytes), 0, region_bytes(bytes));
     }
-    rc = m->prev_allreduce(local, global, 3, MPI_INT, MPI_MIN, comm, m->prev_allreduce_module);
+    rc = m->prev_allreduce(local, global, 4, MPI_INT, MPI_MIN, comm, m->prev_allreduce_module);
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
@@ -125,6 +152,7 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
         mb->remote[r] = r == m->rank ? NULL : region_of(windows[r], m->comm_id, bytes);
     }
     mb->bytes = bytes;
+    mb->whole_bytes = (size_t)global[3];
     mb->stride = slot_stride(bytes);
     mb->local = region_of(window, m->comm_id, bytes);
     RINGX_LOG(2, "%s: direct reads (%s); messages up to %zu bytes go through mailboxes",
@@ -162,18 +190,88 @@ int ringx_mailbox_put(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int to, uint
     return rc;
 }
 
+/* Waits for a flag of call seq, ok or failed; whether it says ok. */
+static int wait_flag(const char *slot, uint32_t seq, ringx_mem_t *mem, unsigned *idle)
+{
+    uint64_t flag;
+    while (((flag = __atomic_load_n((const uint64_t *)slot, __ATOMIC_ACQUIRE)) & ~FLAG_FAILED) !=
+           flag_of(seq)) {
+        ringx_mem_progress(mem, idle);
+    }
+    return !(flag & FLAG_FAILED);
+}
+
 const char *ringx_mailbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
                                int step, unsigned *idle)
 {
     char *slot = slot_of(&m->mailbox, m->mailbox.local, seq, step);
 
-    while (__atomic_load_n((uint64_t *)slot, __ATOMIC_ACQUIRE) != flag_of(seq)) {
-        ringx_mem_progress(mem, idle);
-    }
+    (void)wait_flag(slot, seq, mem, idle);
     return slot + FLAG_BYTES;
 }
 
 int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len)
 {
     return copy_now(mem, dst, data, len);
+}
+
+/* ------------------------------------------------------------ outboxes */
+
+/* The outbox of a call: the slots of its parity, from the first one's
+ * flag.  A cache line of flags (one per part), then the data. */
+static uint64_t *outbox_flags(const ringx_mailbox_t *mb, char *region, uint32_t seq)
+{
+    return (uint64_t *)slot_of(mb, region, seq, 0);
+}
+
+size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m)
+{
+    return m->mailbox.local != NULL && m->mailbox.bytes > 0
+               ? RINGX_MAILBOX_STEPS * m->mailbox.stride - CACHE_LINE
+               : 0;
+}
+
+char *ringx_outbox_area(mca_coll_ringx_module_t *m, uint32_t seq)
+{
+    return (char *)outbox_flags(&m->mailbox, m->mailbox.local, seq) + CACHE_LINE;
+}
+
+void ringx_outbox_publish(mca_coll_ringx_module_t *m, uint32_t seq, ringx_outbox_part_t what,
+                           int ok)
+{
+    uint64_t *flags = outbox_flags(&m->mailbox, m->mailbox.local, seq);
+    __atomic_store_n(&flags[what], flag_of(seq) | (ok ? 0 : FLAG_FAILED), __ATOMIC_RELEASE);
+}
+
+int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
+                        const void *buf, size_t len)
+{
+    int rc = copy_now(mem, ringx_outbox_area(m, seq), buf, len);
+    /* published even after a failed copy: the peers must not wait forever */
+    ringx_outbox_publish(m, seq, RINGX_OUTBOX_INPUT, rc == OMPI_SUCCESS);
+    return rc;
+}
+
+const char *ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank,
+                                 uint32_t seq, ringx_outbox_part_t what, unsigned *idle)
+{
+    uint64_t *flags = outbox_flags(&m->mailbox, m->mailbox.remote[rank], seq);
+    return wait_flag((const char *)&flags[what], seq, mem, idle)
+               ? (const char *)flags + CACHE_LINE
+               : NULL;
+}
+
+int ringx_outbox_reduce(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
+                        size_t offset, size_t count, ringx_reduction_t red, unsigned *idle)
+{
+    char *mine = ringx_outbox_area(m, seq) + offset;
+    for (int k = 1; k < m->size; k++) {
+        int peer = (m->rank + k) % m->size;
+        const char *data = ringx_outbox_wait(m, mem, peer, seq, RINGX_OUTBOX_INPUT, idle);
+        if (data == NULL) {
+            return OMPI_ERROR;
+        }
+        ringx_host_reduce(mine, mine, data + offset, count, red.type, red.op);
+    }
+    return OMPI_SUCCESS;
 }

@@ -400,13 +400,6 @@ static void record_choice(const mca_coll_ringx_module_t *m, ringx_coll_t coll, s
               ringx_alg_name(d.alg), bytes, m->size, (unsigned)m->comm_id, d.why);
 }
 
-ringx_alg_t ringx_choose(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes)
-{
-    ringx_decision_t d = decision(m, coll, bytes, ringx_direct_possible(m));
-    record_choice(m, coll, bytes, d);
-    return d.alg;
-}
-
 /* A declined call is counted only under the algorithm that then serves it. */
 int ringx_run_choice(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes,
                      int (*run)(void *call, ringx_alg_t alg), void *call)
@@ -414,9 +407,15 @@ int ringx_run_choice(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes
     ringx_decision_t d = decision(m, coll, bytes, ringx_direct_possible(m));
     int rc = RINGX_DIRECT_DECLINED;
 
+    if (bytes == 0) {
+        /* (zero-size datatypes) Nothing moves, so no call number is taken:
+         * the mailboxes need every numbered call to wait for every rank. */
+        record_choice(m, coll, bytes, d);
+        return OMPI_SUCCESS;
+    }
     if (d.alg == RINGX_ALG_DIRECT_READ && (rc = run(call, d.alg)) == RINGX_DIRECT_DECLINED) {
         d = decision(m, coll, bytes, 0);
-        d.why = "a rank's buffer cannot be read directly";
+        d.why = "direct reads declined (a rank's buffer cannot be read, or no outboxes)";
     }
     record_choice(m, coll, bytes, d);
     return rc == RINGX_DIRECT_DECLINED ? run(call, d.alg) : rc;

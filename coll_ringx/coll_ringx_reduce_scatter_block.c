@@ -16,7 +16,8 @@
  * Direct reads (ranks on one node): each rank reads its block of every
  * peer's input straight out of the peer's buffer (coll_ringx_direct.c) and
  * reduces it, a segment at a time so that the partial result stays in
- * cache.
+ * cache.  Inputs that fit the outbox (coll_ringx_mailbox.c) are copied
+ * there instead and reduced from there, with no wait at the end.
  */
 #include "coll_ringx.h"
 
@@ -213,6 +214,32 @@ static int rsb_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *
     return rc;
 }
 
+/* Direct reads of inputs that fit the outbox: each rank copies its input
+ * there once, reduces its block of every peer's outbox in its own (where
+ * no peer reads that block) and copies the result out.  Nothing waits at
+ * the end: the caller's buffers are never read by a peer. */
+static int rsb_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
+                      void *rbuf, size_t rcount, ringx_reduction_t red)
+{
+    size_t block_bytes = rcount * ringx_type_size(red.type);
+    size_t mine = (size_t)m->rank * block_bytes;
+    uint32_t seq = m->seq++;
+    unsigned idle = 0;
+    int rc = ringx_outbox_fill(m, mem, seq, sbuf == MPI_IN_PLACE ? rbuf : sbuf,
+                               block_bytes * (size_t)m->size);
+
+    if (rc == OMPI_SUCCESS) {
+        rc = ringx_outbox_reduce(m, mem, seq, mine, rcount, red, &idle);
+    }
+    if (rc == OMPI_SUCCESS) {
+        rc = ringx_mailbox_take(mem, rbuf, ringx_outbox_area(m, seq) + mine, block_bytes);
+    }
+    ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_REDUCE_SCATTER_BLOCK], 1);
+    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
+                block_bytes * (size_t)(m->size - 1));
+    return rc;
+}
+
 typedef struct rsb_call {
     mca_coll_ringx_module_t *m;
     ringx_mem_t *mem;
@@ -227,7 +254,10 @@ static int rsb_by(void *call, ringx_alg_t alg)
     rsb_call_t *c = call;
     switch (alg) {
     case RINGX_ALG_DIRECT_READ:
-        return rsb_direct(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red);
+        return c->rcount * ringx_type_size(c->red.type) * (size_t)c->m->size <=
+                       ringx_outbox_bytes(c->m)
+                   ? rsb_outbox(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red)
+                   : rsb_direct(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red);
     case RINGX_ALG_RING:
         return rsb_ring(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red);
     default:

@@ -396,27 +396,32 @@ END_TEST
 
 START_TEST(decision_direct_reads_need_shared_memory)
 {
+    static const size_t sizes[] = { 8, 4096, 1 << 20, (size_t)64 << 20 };
     for (int p = 2; p <= MAX_P; p++) {
         int pof2 = (p & (p - 1)) == 0;
-        ck_assert(!ringx_alg_runs_on(RINGX_COLL_ALLGATHER, RINGX_ALG_DIRECT_READ, p, 0));
-        ck_assert(ringx_alg_fits(RINGX_COLL_ALLGATHER, RINGX_ALG_DIRECT_READ, p, 1));
-        /* the built-in defaults: direct reads for large buffers on one node */
-        ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 1 << 20, p, 1).alg,
-                         RINGX_ALG_DIRECT_READ);
-        ck_assert_int_eq(
-            ringx_decide(RINGX_COLL_REDUCE_SCATTER_BLOCK, RINGX_ALG_AUTO, 1 << 20, p, 1).alg,
-            RINGX_ALG_DIRECT_READ);
+        for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
+            ck_assert(ringx_alg_valid((ringx_coll_t)coll, RINGX_ALG_DIRECT_READ));
+            ck_assert(!ringx_alg_runs_on((ringx_coll_t)coll, RINGX_ALG_DIRECT_READ, p, 0));
+            ck_assert(ringx_alg_fits((ringx_coll_t)coll, RINGX_ALG_DIRECT_READ, p, 1));
+            /* the built-in defaults: direct reads at every size on one node */
+            for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                ck_assert_int_eq(
+                    ringx_decide((ringx_coll_t)coll, RINGX_ALG_AUTO, sizes[i], p, 1).alg,
+                    RINGX_ALG_DIRECT_READ);
+            }
+        }
+        /* and the message-based algorithms elsewhere */
         ck_assert_int_eq(
             ringx_decide(RINGX_COLL_REDUCE_SCATTER_BLOCK, RINGX_ALG_AUTO, 1 << 20, p, 0).alg,
             pof2 ? RINGX_ALG_RECURSIVE_HALVING : RINGX_ALG_RING);
         ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 1 << 20, p, 0).alg,
                          pof2 ? RINGX_ALG_RECURSIVE_DOUBLING
                               : p % 2 == 0 ? RINGX_ALG_NEIGHBOR_EXCHANGE : RINGX_ALG_RING);
-        ck_assert_int_ne(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 4096, p, 1).alg,
-                         RINGX_ALG_DIRECT_READ);
+        ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 4096, p, 0).alg,
+                         pof2 ? RINGX_ALG_RECURSIVE_DOUBLING : RINGX_ALG_BRUCK);
+        ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 4096, p, 0).alg,
+                         RINGX_ALG_RECURSIVE_DOUBLING);
     }
-    ck_assert(!ringx_alg_valid(RINGX_COLL_ALLREDUCE, RINGX_ALG_DIRECT_READ));
-    ck_assert(ringx_alg_valid(RINGX_COLL_REDUCE_SCATTER_BLOCK, RINGX_ALG_DIRECT_READ));
     /* forced where it cannot run: the ring */
     ringx_decision_t d = ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_DIRECT_READ, 64, 4, 0);
     ck_assert_int_eq(d.alg, RINGX_ALG_RING);
