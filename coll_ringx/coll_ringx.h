@@ -316,8 +316,10 @@ int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len
  * Outboxes: the slots of one call parity in a rank's own region, taken
  * together, are one host buffer of ringx_outbox_bytes (0: none) that the
  * rank fills and every peer copies from, with a flag per part.  The owner
- * fills in its input for call seq (or computes in the area and publishes
- * a part itself); a peer waits for a part (NULL: the owner failed).  As
+ * fills in its input for call seq (nblocks runs of len bytes, stride
+ * apart in src, one after the other in the outbox), or computes in the
+ * area and publishes a part itself; a peer waits for a part (NULL: the
+ * owner failed).  As
  * with the slots, the buffer is rewritten only two calls later, when every
  * rank has read it.
  */
@@ -330,11 +332,11 @@ typedef enum ringx_outbox_part {
 size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m);
 char *ringx_outbox_area(mca_coll_ringx_module_t *m, uint32_t seq);
 void ringx_outbox_publish(mca_coll_ringx_module_t *m, uint32_t seq, ringx_outbox_part_t what,
-                           int ok);
+                          int ok);
 int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
-                        const void *buf, size_t len);
+                      const char *src, size_t len, int nblocks, size_t stride);
 const char *ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank,
-                                 uint32_t seq, ringx_outbox_part_t what, unsigned *idle);
+                              uint32_t seq, ringx_outbox_part_t what, unsigned *idle);
 
 /* Reduces elements [offset, + count) (offset in bytes) of every peer's
  * input into this rank's own outbox, in host memory: the share of the

@@ -215,7 +215,7 @@ static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char
     size_t elem = ringx_type_size(red.type);
     uint32_t seq = m->seq++;
     unsigned idle = 0;
-    int rc = ringx_outbox_fill(m, mem, seq, input, count * elem);
+    int rc = ringx_outbox_fill(m, mem, seq, input, count * elem, 1, 0);
 
     if (rc == OMPI_SUCCESS) {
         rc = ringx_outbox_reduce(m, mem, seq, ringx_block_offset(count, m->size, m->rank) * elem,
@@ -245,7 +245,7 @@ static int outbox_whole(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char
     uint32_t seq = m->seq++;
     unsigned idle = 0;
     int on_host = !ringx_memtype_on_device(mem->type);
-    int rc = ringx_outbox_fill(m, mem, seq, input, bytes);
+    int rc = ringx_outbox_fill(m, mem, seq, input, bytes, 1, 0);
     char *acc = on_host ? result : ringx_scratch_get(&m->blocks, bytes);
     const char *first = NULL;
 

@@ -1,7 +1,9 @@
 /*
  * coll_ringx_direct.c - direct reads: on one node, a rank reads the blocks
  * it needs out of the other ranks' buffers (UCX reads) in the order it
- * likes, instead of exchanging them with one partner per step.
+ * likes, instead of exchanging them with one partner per step.  Used where
+ * there are no outboxes (coll_ringx_mailbox_bytes 0), which serve direct
+ * reads otherwise (coll_ringx_mailbox.c).
  *
  * With more ranks than cores, an exchange step needs both partners on a
  * core at once, and a rank that is not scheduled holds up its partners at

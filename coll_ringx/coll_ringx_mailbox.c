@@ -237,23 +237,31 @@ char *ringx_outbox_area(mca_coll_ringx_module_t *m, uint32_t seq)
 }
 
 void ringx_outbox_publish(mca_coll_ringx_module_t *m, uint32_t seq, ringx_outbox_part_t what,
-                           int ok)
+                          int ok)
 {
     uint64_t *flags = outbox_flags(&m->mailbox, m->mailbox.local, seq);
     __atomic_store_n(&flags[what], flag_of(seq) | (ok ? 0 : FLAG_FAILED), __ATOMIC_RELEASE);
 }
 
 int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
-                        const void *buf, size_t len)
+                      const char *src, size_t len, int nblocks, size_t stride)
 {
-    int rc = copy_now(mem, ringx_outbox_area(m, seq), buf, len);
+    char *area = ringx_outbox_area(m, seq);
+    int rc = OMPI_SUCCESS;
+
+    for (int i = 0; i < nblocks && rc == OMPI_SUCCESS; i++) {
+        rc = ringx_mem_copy(mem, area + (size_t)i * len, src + (size_t)i * stride, len);
+    }
+    if (rc == OMPI_SUCCESS && ringx_memtype_on_device(mem->type)) {
+        rc = mem->ops->sync(mem->ctx);
+    }
     /* published even after a failed copy: the peers must not wait forever */
     ringx_outbox_publish(m, seq, RINGX_OUTBOX_INPUT, rc == OMPI_SUCCESS);
     return rc;
 }
 
 const char *ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank,
-                                 uint32_t seq, ringx_outbox_part_t what, unsigned *idle)
+                              uint32_t seq, ringx_outbox_part_t what, unsigned *idle)
 {
     uint64_t *flags = outbox_flags(&m->mailbox, m->mailbox.remote[rank], seq);
     return wait_flag((const char *)&flags[what], seq, mem, idle)

@@ -13,11 +13,15 @@
  * ringx_schedule.h); a newrank then ends with the blocks of both ranks it
  * stands for and hands one back.
  *
- * Direct reads (ranks on one node): each rank reads its block of every
- * peer's input straight out of the peer's buffer (coll_ringx_direct.c) and
- * reduces it, a segment at a time so that the partial result stays in
- * cache.  Inputs that fit the outbox (coll_ringx_mailbox.c) are copied
- * there instead and reduced from there, with no wait at the end.
+ * Direct reads (ranks on one node): each rank copies a piece of every
+ * block into its outbox (coll_ringx_mailbox.c), reduces its own block's
+ * piece from every peer's outbox and copies the result out; one
+ * synchronisation per piece.  Without outboxes (coll_ringx_mailbox_bytes
+ * 0), each rank reads its block of every peer's input straight out of the
+ * peer's buffer (coll_ringx_direct.c) and reduces it, a segment at a time
+ * so that the partial result stays in cache.  On the development machine
+ * the outboxes took 3-47% less time from 128 KiB at np 4 and 8, and at np 2
+ * up to 8 MiB (4-8% more above).
  */
 #include "coll_ringx.h"
 
@@ -214,29 +218,47 @@ static int rsb_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *
     return rc;
 }
 
-/* Direct reads of inputs that fit the outbox: each rank copies its input
- * there once, reduces its block of every peer's outbox in its own (where
- * no peer reads that block) and copies the result out.  Nothing waits at
- * the end: the caller's buffers are never read by a peer. */
+/* One piece of every block through the outboxes (call seq): elements
+ * [first, + n) of each, side by side in the outbox.  This rank reduces its
+ * block's piece in its own outbox, where no peer reads it. */
+static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *input,
+                        char *result, size_t rcount, size_t first, size_t n,
+                        ringx_reduction_t red)
+{
+    size_t elem = ringx_type_size(red.type), mine = (size_t)m->rank * n * elem;
+    uint32_t seq = m->seq++;
+    unsigned idle = 0;
+    int rc = ringx_outbox_fill(m, mem, seq, input + first * elem, n * elem, m->size,
+                               rcount * elem);
+
+    if (rc == OMPI_SUCCESS) {
+        rc = ringx_outbox_reduce(m, mem, seq, mine, n, red, &idle);
+    }
+    return rc == OMPI_SUCCESS ? ringx_mailbox_take(mem, result + first * elem,
+                                                   ringx_outbox_area(m, seq) + mine, n * elem)
+                              : rc;
+}
+
+/* Direct reads through the outboxes (coll_ringx_mailbox.c), a piece of
+ * every block at a time: each rank copies its pieces in, reduces its own
+ * block's piece from every peer's outbox and copies the result out.
+ * Nothing waits at the end: the caller's buffers are never read by a
+ * peer. */
 static int rsb_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
                       void *rbuf, size_t rcount, ringx_reduction_t red)
 {
-    size_t block_bytes = rcount * ringx_type_size(red.type);
-    size_t mine = (size_t)m->rank * block_bytes;
-    uint32_t seq = m->seq++;
-    unsigned idle = 0;
-    int rc = ringx_outbox_fill(m, mem, seq, sbuf == MPI_IN_PLACE ? rbuf : sbuf,
-                               block_bytes * (size_t)m->size);
+    size_t elem = ringx_type_size(red.type);
+    size_t piece = ringx_outbox_bytes(m) / ((size_t)m->size * elem);
+    const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    int rc = OMPI_SUCCESS;
 
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_outbox_reduce(m, mem, seq, mine, rcount, red, &idle);
-    }
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_mailbox_take(mem, rbuf, ringx_outbox_area(m, seq) + mine, block_bytes);
+    for (size_t done = 0; rc == OMPI_SUCCESS && done < rcount; done += piece) {
+        size_t n = rcount - done < piece ? rcount - done : piece;
+        rc = outbox_piece(m, mem, input, rbuf, rcount, done, n, red);
     }
     ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_REDUCE_SCATTER_BLOCK], 1);
     ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
-                block_bytes * (size_t)(m->size - 1));
+                rcount * elem * (size_t)(m->size - 1));
     return rc;
 }
 
@@ -254,8 +276,8 @@ static int rsb_by(void *call, ringx_alg_t alg)
     rsb_call_t *c = call;
     switch (alg) {
     case RINGX_ALG_DIRECT_READ:
-        return c->rcount * ringx_type_size(c->red.type) * (size_t)c->m->size <=
-                       ringx_outbox_bytes(c->m)
+        /* through the outboxes if this rank's share of a piece holds an element */
+        return ringx_outbox_bytes(c->m) / (size_t)c->m->size >= ringx_type_size(c->red.type)
                    ? rsb_outbox(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red)
                    : rsb_direct(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red);
     case RINGX_ALG_RING:

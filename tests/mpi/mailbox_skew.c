@@ -9,7 +9,9 @@
  * collectives alternate with counts that change every call, on two
  * communicators in turn (their regions are separate).  Every result is
  * checked exactly (integer sums of values known on every rank), and the
- * pvars must show that ringx served each call through its mailboxes.
+ * pvars must show that ringx served each call through its mailboxes (or
+ * outboxes, the same memory).  --max-count N makes calls of up to N ints
+ * per rank, for outboxes used a piece at a time.
  * (A single slot per step, tried on purpose, hangs the correctness matrix,
  * whose larger calls leave a receiver behind inside a call.)
  */
@@ -23,7 +25,10 @@
 
 #define PROGRAM_NAME "mailbox_skew"
 #define ITERATIONS 3000
-#define MAX_COUNT 32          /* ints per rank: every call stays within 1 KiB at 8 ranks */
+#define DEFAULT_MAX_COUNT 32  /* ints per rank: every call stays within 1 KiB at 8 ranks */
+
+/* --max-count N: calls of up to N ints per rank (outboxes in pieces) */
+static int max_count = DEFAULT_MAX_COUNT;
 
 static const char *const colls[] = { "allreduce", "allgather", "reduce_scatter_block" };
 
@@ -35,7 +40,7 @@ static int value(int it, int r, int i)
 
 static void check_allreduce(MPI_Comm comm, int it, int count, int rank, int size)
 {
-    int in[MAX_COUNT], out[MAX_COUNT];
+    int *in = malloc(sizeof(int) * (size_t)count), *out = malloc(sizeof(int) * (size_t)count);
     rx_call_t call = { "allreduce", "MPI_INT", "MPI_SUM", (size_t)count, 0, comm };
 
     for (int i = 0; i < count; i++) {
@@ -49,14 +54,17 @@ static void check_allreduce(MPI_Comm comm, int it, int count, int rank, int size
         }
         if (!rx_check(&call, out[i] == want, "iteration %d, element %d: %d, expected %d", it, i,
                       out[i], want)) {
-            return;
+            break;
         }
     }
+    free(in);
+    free(out);
 }
 
 static void check_allgather(MPI_Comm comm, int it, int count, int rank, int size)
 {
-    int in[MAX_COUNT], *out = malloc(sizeof(int) * MAX_COUNT * (size_t)size);
+    int *in = malloc(sizeof(int) * (size_t)count);
+    int *out = malloc(sizeof(int) * (size_t)count * (size_t)size);
     rx_call_t call = { "allgather", "MPI_INT", "-", (size_t)count, 0, comm };
 
     for (int i = 0; i < count; i++) {
@@ -68,17 +76,19 @@ static void check_allgather(MPI_Comm comm, int it, int count, int rank, int size
             if (!rx_check(&call, out[r * count + i] == value(it, r, i),
                           "iteration %d, block %d, element %d: %d, expected %d", it, r, i,
                           out[r * count + i], value(it, r, i))) {
-                free(out);
-                return;
+                r = size;
+                break;
             }
         }
     }
+    free(in);
     free(out);
 }
 
 static void check_reduce_scatter_block(MPI_Comm comm, int it, int count, int rank, int size)
 {
-    int *in = malloc(sizeof(int) * MAX_COUNT * (size_t)size), out[MAX_COUNT];
+    int *in = malloc(sizeof(int) * (size_t)count * (size_t)size);
+    int *out = malloc(sizeof(int) * (size_t)count);
     rx_call_t call = { "reduce_scatter_block", "MPI_INT", "MPI_SUM", (size_t)count, 0, comm };
 
     for (int i = 0; i < count * size; i++) {
@@ -96,6 +106,7 @@ static void check_reduce_scatter_block(MPI_Comm comm, int it, int count, int ran
         }
     }
     free(in);
+    free(out);
 }
 
 int main(int argc, char **argv)
@@ -105,6 +116,12 @@ int main(int argc, char **argv)
     MPI_Comm comms[2];
 
     MPI_Init(&argc, &argv);
+    if (argc == 3 && strcmp(argv[1], "--max-count") == 0) {
+        max_count = atoi(argv[2]);
+    }
+    if (max_count < 1) {
+        rx_fail("usage: mailbox_skew [--max-count N]");
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (rx_pvar_init() != 0 || !rx_component_loaded()) {
@@ -118,7 +135,7 @@ int main(int argc, char **argv)
     }
     for (int it = 0; it < ITERATIONS; it++) {
         MPI_Comm comm = comms[it % 2];
-        int crank, count = 1 + (it * 5 + 3) % MAX_COUNT;
+        int crank, count = 1 + (it * 5 + 3) % max_count;
         MPI_Comm_rank(comm, &crank);
         if ((it + 1) % (rank + 7) == 0) {
             usleep(200);        /* this rank falls behind; the others run ahead */
