@@ -312,16 +312,28 @@ const char *ringx_mailbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uin
 /* Copies received data into dst, in the call's memory. */
 int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len);
 
+/* What direct reads answer, on every rank alike, when some rank cannot
+ * take part (ringx_direct_agree, the outboxes); the call then takes
+ * another algorithm. */
+#define RINGX_DIRECT_DECLINED 1
+
 /*
  * Outboxes: the slots of one call parity in a rank's own region, taken
  * together, are one host buffer of ringx_outbox_bytes (0: none) that the
  * rank fills and every peer copies from, with a flag per part.  The owner
  * fills in its input for call seq (nblocks runs of len bytes, stride
  * apart in src, one after the other in the outbox), or computes in the
- * area and publishes a part itself; a peer waits for a part (NULL: the
- * owner failed).  As
- * with the slots, the buffer is rewritten only two calls later, when every
- * rank has read it.
+ * area and publishes a part itself; a peer waits for a part.  As with the
+ * slots, the buffer is rewritten only two calls later, when every rank has
+ * read it.
+ *
+ * Outboxes hold host data: a rank whose buffers are in device memory (or
+ * staged) declines, without copying, and every rank sees it in that rank's
+ * flag (RINGX_DIRECT_DECLINED from fill, wait and reduce), waits for every
+ * other flag (ringx_outbox_settle) and takes the call to another
+ * algorithm, before writing anything the caller sees: the device path
+ * keeps its kernels.  A failed copy is published too, and the peers' waits
+ * return an error instead of waiting for ever.
  */
 typedef enum ringx_outbox_part {
     RINGX_OUTBOX_INPUT,         /* the owner's input, copied in */
@@ -331,12 +343,23 @@ typedef enum ringx_outbox_part {
 
 size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m);
 char *ringx_outbox_area(mca_coll_ringx_module_t *m, uint32_t seq);
+/* Whether this rank's data of a call can go through its outbox. */
+int ringx_outbox_holds(const ringx_mem_t *mem);
+/* status: OMPI_SUCCESS, RINGX_DIRECT_DECLINED or an error */
 void ringx_outbox_publish(mca_coll_ringx_module_t *m, uint32_t seq, ringx_outbox_part_t what,
-                          int ok);
+                          int status);
 int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
                       const char *src, size_t len, int nblocks, size_t stride);
-const char *ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank,
-                              uint32_t seq, ringx_outbox_part_t what, unsigned *idle);
+/* Waits for a part of rank's outbox; *data: where the outbox's data is. */
+int ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank, uint32_t seq,
+                      ringx_outbox_part_t what, unsigned *idle, const char **data);
+
+/* A call that declines or fails in its outboxes (rc) still waits for
+ * every peer's input flag, as every call does: the slots and outboxes are
+ * reused two call numbers later on the grounds that no rank is two call
+ * numbers ahead of another.  Returns rc. */
+int ringx_outbox_settle(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq, int rc,
+                        unsigned *idle);
 
 /* Reduces elements [offset, + count) (offset in bytes) of every peer's
  * input into this rank's own outbox, in host memory: the share of the
@@ -361,10 +384,6 @@ static inline int ringx_direct_possible(const mca_coll_ringx_module_t *m)
  * cma transport); every rank must read the same way, which each call's
  * records check. */
 int ringx_direct_single_copy(const mca_coll_ringx_module_t *m);
-
-/* What ringx_direct_agree answers, on every rank alike, when some rank
- * cannot expose its buffer; the call then takes another algorithm. */
-#define RINGX_DIRECT_DECLINED 1
 
 /* One call's direct reads. */
 typedef struct ringx_direct {

@@ -178,12 +178,13 @@ static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char
     }
     for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
         int rank = (m->rank + k) % m->size;
-        const char *data = ringx_outbox_wait(m, mem, rank, seq, RINGX_OUTBOX_INPUT, &idle);
-        rc = data == NULL ? OMPI_ERROR
-                          : ringx_mailbox_take(mem, result + (size_t)rank * block_bytes + offset,
-                                               data, len);
+        const char *data;
+        rc = ringx_outbox_wait(m, mem, rank, seq, RINGX_OUTBOX_INPUT, &idle, &data);
+        if (rc == OMPI_SUCCESS) {
+            rc = ringx_mem_copy(mem, result + (size_t)rank * block_bytes + offset, data, len);
+        }
     }
-    return rc;
+    return ringx_outbox_settle(m, mem, seq, rc, &idle);
 }
 
 /* Direct reads through the outboxes (coll_ringx_mailbox.c), a piece of
@@ -196,13 +197,16 @@ static int allgather_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const 
     size_t piece = ringx_outbox_bytes(m);
     int rc = OMPI_SUCCESS;
 
+    /* a declined call declines in its first piece, before any other */
     for (size_t done = 0; rc == OMPI_SUCCESS && done < block_bytes; done += piece) {
         size_t len = block_bytes - done < piece ? block_bytes - done : piece;
         rc = outbox_piece(m, mem, own, result, block_bytes, done, len);
     }
-    ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_ALLGATHER], 1);
-    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER],
-                block_bytes * (size_t)(m->size - 1));
+    if (rc == OMPI_SUCCESS) {
+        ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_ALLGATHER], 1);
+        ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER],
+                    block_bytes * (size_t)(m->size - 1));
+    }
     return rc;
 }
 

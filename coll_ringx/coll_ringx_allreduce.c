@@ -221,49 +221,57 @@ static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char
         rc = ringx_outbox_reduce(m, mem, seq, ringx_block_offset(count, m->size, m->rank) * elem,
                                  ringx_block_count(count, m->size, m->rank), red, &idle);
     }
-    ringx_outbox_publish(m, seq, RINGX_OUTBOX_RESULT, rc == OMPI_SUCCESS);
+    rc = ringx_outbox_settle(m, mem, seq, rc, &idle);
+    ringx_outbox_publish(m, seq, RINGX_OUTBOX_RESULT, rc);
     for (int k = 0; k < m->size && rc == OMPI_SUCCESS; k++) {
         int owner = (m->rank + k) % m->size;
         size_t off = ringx_block_offset(count, m->size, owner) * elem;
-        const char *data = k == 0 ? ringx_outbox_area(m, seq)
-                                  : ringx_outbox_wait(m, mem, owner, seq, RINGX_OUTBOX_RESULT,
-                                                      &idle);
-        rc = data == NULL ? OMPI_ERROR
-                          : ringx_mailbox_take(mem, result + off, data + off,
-                                               ringx_block_count(count, m->size, owner) * elem);
+        const char *data = ringx_outbox_area(m, seq);
+        if (k > 0) {
+            rc = ringx_outbox_wait(m, mem, owner, seq, RINGX_OUTBOX_RESULT, &idle, &data);
+        }
+        if (rc == OMPI_SUCCESS) {
+            rc = ringx_mem_copy(mem, result + off, data + off,
+                                ringx_block_count(count, m->size, owner) * elem);
+        }
     }
     return rc;
 }
 
+/* rank's input in the outboxes of call seq, once its flag has been seen */
+static const char *input_of(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank,
+                            uint32_t seq, unsigned *idle)
+{
+    const char *data = ringx_outbox_area(m, seq);
+    if (rank != m->rank) {
+        (void)ringx_outbox_wait(m, mem, rank, seq, RINGX_OUTBOX_INPUT, idle, &data);
+    }
+    return data;
+}
+
 /* A small buffer: every rank reduces all of it from every outbox, in rank
  * order so that every rank gets the same bits; one synchronisation where
- * outbox_piece has two. */
+ * outbox_piece has two.  Every peer's flag is seen before the result is
+ * written: in place, it is the input a declined call still needs. */
 static int outbox_whole(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *input,
                         char *result, size_t count, ringx_reduction_t red)
 {
-    size_t bytes = count * ringx_type_size(red.type);
     uint32_t seq = m->seq++;
     unsigned idle = 0;
-    int on_host = !ringx_memtype_on_device(mem->type);
-    int rc = ringx_outbox_fill(m, mem, seq, input, bytes, 1, 0);
-    char *acc = on_host ? result : ringx_scratch_get(&m->blocks, bytes);
-    const char *first = NULL;
+    const char *data;
+    int rc = ringx_outbox_fill(m, mem, seq, input, count * ringx_type_size(red.type), 1, 0);
 
-    rc = rc == OMPI_SUCCESS && acc == NULL ? OMPI_ERR_OUT_OF_RESOURCE : rc;
-    for (int rank = 0; rank < m->size && rc == OMPI_SUCCESS; rank++) {
-        const char *data = rank == m->rank ? ringx_outbox_area(m, seq)
-                                           : ringx_outbox_wait(m, mem, rank, seq,
-                                                               RINGX_OUTBOX_INPUT, &idle);
-        if (data == NULL) {
-            rc = OMPI_ERROR;
-        } else if (first == NULL) {
-            first = data;
-        } else {
-            ringx_host_reduce(acc, first, data, count, red.type, red.op);
-            first = acc;
-        }
+    for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
+        rc = ringx_outbox_wait(m, mem, (m->rank + k) % m->size, seq, RINGX_OUTBOX_INPUT, &idle,
+                               &data);
     }
-    return rc == OMPI_SUCCESS && !on_host ? ringx_mailbox_take(mem, result, acc, bytes) : rc;
+    rc = ringx_outbox_settle(m, mem, seq, rc, &idle);
+    for (int rank = 1; rank < m->size && rc == OMPI_SUCCESS; rank++) {
+        const char *acc = rank == 1 ? input_of(m, mem, 0, seq, &idle) : result;
+        ringx_host_reduce(result, acc, input_of(m, mem, rank, seq, &idle), count, red.type,
+                          red.op);
+    }
+    return rc;
 }
 
 /* Direct reads: the buffer goes through the outboxes a piece at a time,

@@ -212,11 +212,16 @@ static int ringx_register(void)
                  "memory of a peer on the same node instead of sending it through UCX's "
                  "message queues; 0: never. Used by the exchange steps of the log(p) "
                  "algorithms on communicators whose ranks share a node. Each process "
-                 "reserves 64 communicators x 32 slots of this size in shared memory",
+                 "reserves 64 communicators x 32 slots of this size in shared memory; the 16 "
+                 "slots of a call are also the outbox through which direct reads (algorithm "
+                 "direct_read) pass a piece of each rank's data at a time. 0 also makes "
+                 "direct reads read the peers' buffers themselves (allgather, "
+                 "reduce_scatter_block) or decline (allreduce)",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
                  &c->mailbox_bytes);
     register_var("single_copy",
-                 "Direct reads (algorithm direct_read) copy straight from the peer's memory "
+                 "Direct reads out of the peers' buffers (algorithm direct_read without "
+                 "outboxes: coll_ringx_mailbox_bytes 0) copy straight from the peer's memory "
                  "through UCX's cma transport where it opens; false: through UCP gets, which "
                  "UCX 1.13 carries between processes of a node as messages the peer answers",
                  MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,

@@ -80,8 +80,11 @@ static uint64_t flag_of(uint32_t seq)
     return (uint64_t)seq + 1;
 }
 
-/* Set with a staging flag when the owner could not copy its data in. */
+/* Set with an outbox flag when the owner could not copy its data in, or
+ * declined to (its buffers are not in host memory). */
 #define FLAG_FAILED (UINT64_C(1) << 63)
+#define FLAG_DECLINED (UINT64_C(1) << 62)
+#define FLAG_STATUS (FLAG_FAILED | FLAG_DECLINED)
 
 /* ------------------------------------------------------------ connect */
 
@@ -190,15 +193,15 @@ int ringx_mailbox_put(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int to, uint
     return rc;
 }
 
-/* Waits for a flag of call seq, ok or failed; whether it says ok. */
-static int wait_flag(const char *slot, uint32_t seq, ringx_mem_t *mem, unsigned *idle)
+/* Waits for a flag of call seq; returns its status bits. */
+static uint64_t wait_flag(const char *slot, uint32_t seq, ringx_mem_t *mem, unsigned *idle)
 {
     uint64_t flag;
-    while (((flag = __atomic_load_n((const uint64_t *)slot, __ATOMIC_ACQUIRE)) & ~FLAG_FAILED) !=
+    while (((flag = __atomic_load_n((const uint64_t *)slot, __ATOMIC_ACQUIRE)) & ~FLAG_STATUS) !=
            flag_of(seq)) {
         ringx_mem_progress(mem, idle);
     }
-    return !(flag & FLAG_FAILED);
+    return flag & FLAG_STATUS;
 }
 
 const char *ringx_mailbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
@@ -236,50 +239,69 @@ char *ringx_outbox_area(mca_coll_ringx_module_t *m, uint32_t seq)
     return (char *)outbox_flags(&m->mailbox, m->mailbox.local, seq) + CACHE_LINE;
 }
 
+int ringx_outbox_holds(const ringx_mem_t *mem)
+{
+    return !ringx_memtype_on_device(mem->type) && !mem->staged;
+}
+
 void ringx_outbox_publish(mca_coll_ringx_module_t *m, uint32_t seq, ringx_outbox_part_t what,
-                          int ok)
+                          int status)
 {
     uint64_t *flags = outbox_flags(&m->mailbox, m->mailbox.local, seq);
-    __atomic_store_n(&flags[what], flag_of(seq) | (ok ? 0 : FLAG_FAILED), __ATOMIC_RELEASE);
+    uint64_t bits = status == OMPI_SUCCESS           ? 0
+                    : status == RINGX_DIRECT_DECLINED ? FLAG_DECLINED
+                                                      : FLAG_FAILED;
+    __atomic_store_n(&flags[what], flag_of(seq) | bits, __ATOMIC_RELEASE);
 }
 
 int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
                       const char *src, size_t len, int nblocks, size_t stride)
 {
     char *area = ringx_outbox_area(m, seq);
-    int rc = OMPI_SUCCESS;
+    int rc = ringx_outbox_holds(mem) ? OMPI_SUCCESS : RINGX_DIRECT_DECLINED;
 
     for (int i = 0; i < nblocks && rc == OMPI_SUCCESS; i++) {
         rc = ringx_mem_copy(mem, area + (size_t)i * len, src + (size_t)i * stride, len);
     }
-    if (rc == OMPI_SUCCESS && ringx_memtype_on_device(mem->type)) {
-        rc = mem->ops->sync(mem->ctx);
-    }
-    /* published even after a failed copy: the peers must not wait forever */
-    ringx_outbox_publish(m, seq, RINGX_OUTBOX_INPUT, rc == OMPI_SUCCESS);
+    /* published in any case: the peers must not wait forever */
+    ringx_outbox_publish(m, seq, RINGX_OUTBOX_INPUT, rc);
     return rc;
 }
 
-const char *ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank,
-                              uint32_t seq, ringx_outbox_part_t what, unsigned *idle)
+int ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank, uint32_t seq,
+                      ringx_outbox_part_t what, unsigned *idle, const char **data)
 {
     uint64_t *flags = outbox_flags(&m->mailbox, m->mailbox.remote[rank], seq);
-    return wait_flag((const char *)&flags[what], seq, mem, idle)
-               ? (const char *)flags + CACHE_LINE
-               : NULL;
+    uint64_t bits = wait_flag((const char *)&flags[what], seq, mem, idle);
+
+    *data = (const char *)flags + CACHE_LINE;
+    return bits == 0 ? OMPI_SUCCESS : bits & FLAG_FAILED ? OMPI_ERROR : RINGX_DIRECT_DECLINED;
+}
+
+int ringx_outbox_settle(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq, int rc,
+                        unsigned *idle)
+{
+    for (int k = 1; k < m->size && rc != OMPI_SUCCESS; k++) {
+        const char *data;
+        (void)ringx_outbox_wait(m, mem, (m->rank + k) % m->size, seq, RINGX_OUTBOX_INPUT, idle,
+                                &data);
+    }
+    return rc;
 }
 
 int ringx_outbox_reduce(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
                         size_t offset, size_t count, ringx_reduction_t red, unsigned *idle)
 {
     char *mine = ringx_outbox_area(m, seq) + offset;
-    for (int k = 1; k < m->size; k++) {
-        int peer = (m->rank + k) % m->size;
-        const char *data = ringx_outbox_wait(m, mem, peer, seq, RINGX_OUTBOX_INPUT, idle);
-        if (data == NULL) {
-            return OMPI_ERROR;
+    int rc = OMPI_SUCCESS;
+
+    for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
+        const char *data;
+        rc = ringx_outbox_wait(m, mem, (m->rank + k) % m->size, seq, RINGX_OUTBOX_INPUT, idle,
+                               &data);
+        if (rc == OMPI_SUCCESS) {
+            ringx_host_reduce(mine, mine, data + offset, count, red.type, red.op);
         }
-        ringx_host_reduce(mine, mine, data + offset, count, red.type, red.op);
     }
-    return OMPI_SUCCESS;
+    return rc;
 }

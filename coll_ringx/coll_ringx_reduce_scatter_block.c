@@ -234,8 +234,9 @@ static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char
     if (rc == OMPI_SUCCESS) {
         rc = ringx_outbox_reduce(m, mem, seq, mine, n, red, &idle);
     }
-    return rc == OMPI_SUCCESS ? ringx_mailbox_take(mem, result + first * elem,
-                                                   ringx_outbox_area(m, seq) + mine, n * elem)
+    rc = ringx_outbox_settle(m, mem, seq, rc, &idle);
+    return rc == OMPI_SUCCESS ? ringx_mem_copy(mem, result + first * elem,
+                                               ringx_outbox_area(m, seq) + mine, n * elem)
                               : rc;
 }
 
@@ -252,13 +253,16 @@ static int rsb_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *
     const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     int rc = OMPI_SUCCESS;
 
+    /* a declined call declines in its first piece, before writing rbuf */
     for (size_t done = 0; rc == OMPI_SUCCESS && done < rcount; done += piece) {
         size_t n = rcount - done < piece ? rcount - done : piece;
         rc = outbox_piece(m, mem, input, rbuf, rcount, done, n, red);
     }
-    ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_REDUCE_SCATTER_BLOCK], 1);
-    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
-                rcount * elem * (size_t)(m->size - 1));
+    if (rc == OMPI_SUCCESS) {
+        ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_REDUCE_SCATTER_BLOCK], 1);
+        ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
+                    rcount * elem * (size_t)(m->size - 1));
+    }
     return rc;
 }
 
