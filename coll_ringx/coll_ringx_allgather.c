@@ -20,7 +20,7 @@
  * straight out of its buffer (coll_ringx_direct.c).  On the development
  * machine the outboxes were faster at every size, np 2-8, 64 KiB - 64 MiB:
  * 1.1-1.5x (np 2) to 1.7-4.7x (np 8) the stock collective, where the
- * reads from the buffers gave 0.96-1.04x.
+ * reads from the buffers gave 0.92-1.05x.
  */
 #include "coll_ringx.h"
 

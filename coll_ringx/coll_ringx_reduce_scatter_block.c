@@ -20,8 +20,8 @@
  * 0), each rank reads its block of every peer's input straight out of the
  * peer's buffer (coll_ringx_direct.c) and reduces it, a segment at a time
  * so that the partial result stays in cache.  On the development machine
- * the outboxes took 3-47% less time from 128 KiB at np 4 and 8, and at np 2
- * up to 8 MiB (4-8% more above).
+ * the outboxes took 5-56% less time from 128 KiB at np 4 and 8, and 2-26%
+ * less at np 2 up to 8 MiB (3-9% more above).
  */
 #include "coll_ringx.h"
 
