@@ -415,7 +415,8 @@ int ringx_run_choice(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes
     }
     if (d.alg == RINGX_ALG_DIRECT_READ && (rc = run(call, d.alg)) == RINGX_DIRECT_DECLINED) {
         d = decision(m, coll, bytes, 0);
-        d.why = "direct reads declined (some rank's buffers are on a device, staged or unreadable, or no outboxes)";
+        d.why = "direct reads declined (some rank's buffers are on a device, staged or "
+                "unreadable, or no outboxes)";
     }
     record_choice(m, coll, bytes, d);
     return rc == RINGX_DIRECT_DECLINED ? run(call, d.alg) : rc;
