@@ -354,6 +354,11 @@ int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq
 int ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank, uint32_t seq,
                       ringx_outbox_part_t what, unsigned *idle, const char **data);
 
+/* Waits for every peer's input flag of call seq; returns the first status
+ * that is not OMPI_SUCCESS, if any. */
+int ringx_outbox_wait_all(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
+                          unsigned *idle);
+
 /* A call that declines or fails in its outboxes (rc) still waits for
  * every peer's input flag, as every call does: the slots and outboxes are
  * reused two call numbers later on the grounds that no rank is two call

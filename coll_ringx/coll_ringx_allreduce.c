@@ -258,14 +258,10 @@ static int outbox_whole(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char
 {
     uint32_t seq = m->seq++;
     unsigned idle = 0;
-    const char *data;
     int rc = ringx_outbox_fill(m, mem, seq, input, count * ringx_type_size(red.type), 1, 0);
+    int peers = ringx_outbox_wait_all(m, mem, seq, &idle);
 
-    for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
-        rc = ringx_outbox_wait(m, mem, (m->rank + k) % m->size, seq, RINGX_OUTBOX_INPUT, &idle,
-                               &data);
-    }
-    rc = ringx_outbox_settle(m, mem, seq, rc, &idle);
+    rc = rc != OMPI_SUCCESS ? rc : peers;
     for (int rank = 1; rank < m->size && rc == OMPI_SUCCESS; rank++) {
         const char *acc = rank == 1 ? input_of(m, mem, 0, seq, &idle) : result;
         ringx_host_reduce(result, acc, input_of(m, mem, rank, seq, &idle), count, red.type,

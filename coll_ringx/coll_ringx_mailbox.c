@@ -27,7 +27,7 @@
  *
  * The same slots also serve the other way round, as an outbox: the owner
  * copies its data into its own region once and every peer copies it out
- * (direct reads of small buffers; see ringx_outbox_bytes).  Every rank
+ * (direct reads, a piece at a time; see ringx_outbox_bytes).  Every rank
  * then copies each byte it gets once, where a mailbox message is copied
  * by its sender and its receiver.
  */
@@ -278,13 +278,24 @@ int ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank, ui
     return bits == 0 ? OMPI_SUCCESS : bits & FLAG_FAILED ? OMPI_ERROR : RINGX_DIRECT_DECLINED;
 }
 
+int ringx_outbox_wait_all(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
+                          unsigned *idle)
+{
+    int first = OMPI_SUCCESS;
+    for (int k = 1; k < m->size; k++) {
+        const char *data;
+        int rc = ringx_outbox_wait(m, mem, (m->rank + k) % m->size, seq, RINGX_OUTBOX_INPUT,
+                                   idle, &data);
+        first = first == OMPI_SUCCESS ? rc : first;
+    }
+    return first;
+}
+
 int ringx_outbox_settle(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq, int rc,
                         unsigned *idle)
 {
-    for (int k = 1; k < m->size && rc != OMPI_SUCCESS; k++) {
-        const char *data;
-        (void)ringx_outbox_wait(m, mem, (m->rank + k) % m->size, seq, RINGX_OUTBOX_INPUT, idle,
-                                &data);
+    if (rc != OMPI_SUCCESS) {
+        (void)ringx_outbox_wait_all(m, mem, seq, idle);
     }
     return rc;
 }
