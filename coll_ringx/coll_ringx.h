@@ -15,14 +15,11 @@
 #include "ompi/mca/coll/coll.h"
 #include "opal/util/output.h"
 
+#include "coll_ringx_compat.h"
 #include "ringx_ops.h"
 #include "coll_ringx_decision.h"
 #include "coll_ringx_ucx.h"
 #include "coll_ringx_mem.h"
-
-#if OMPI_MAJOR_VERSION != 4
-#error "ringx implements the Open MPI 4.x coll interface (mca_coll_base_module_2_3_0_t)"
-#endif
 
 #define RINGX_EXPORT __attribute__((visibility("default")))
 
@@ -35,7 +32,7 @@ BEGIN_C_DECLS
 #define RINGX_MAX_PIPELINE_DEPTH 16
 
 typedef struct mca_coll_ringx_component_t {
-    mca_coll_base_component_2_0_0_t super;
+    mca_coll_base_component_t super;
 
     /* MCA variables */
     int priority;
@@ -100,7 +97,8 @@ static inline void ringx_count(unsigned long long *counter, unsigned long long n
 typedef enum ringx_comm_state {
     RINGX_COMM_UNCONNECTED,   /* no call served yet: peers unknown */
     RINGX_COMM_READY,         /* peers known, every rank has UCX */
-    RINGX_COMM_NO_TRANSPORT   /* some rank has no UCX: fallback for good */
+    RINGX_COMM_NO_TRANSPORT,  /* some rank has no UCX: fallback for good */
+    RINGX_COMM_NO_COMMON_ID   /* no id common to the members for ringx's tags: the same */
 } ringx_comm_state_t;
 
 /* Handshake receives a module may keep waiting for their message. */
@@ -148,6 +146,7 @@ typedef struct mca_coll_ringx_module_t {
     int rank;
     int size;
     uint32_t comm_id;                     /* Open MPI's context id: same on all members */
+    bool comm_id_common;                  /* ... unless false (coll_ringx_compat.h) */
     uint32_t seq;                         /* ringx calls served so far */
     ringx_peer_t **peers;                 /* by rank; NULL for self */
     ringx_mailbox_t mailbox;              /* small messages on this node */
@@ -158,6 +157,7 @@ typedef struct mca_coll_ringx_module_t {
     ringx_scratch_t segments;             /* pipeline receive slots */
     ringx_scratch_t blocks;               /* reduce_scatter_block partial results */
     ringx_scratch_t bounce;               /* staging of host buffers (testing) */
+    ringx_scratch_t inputs;               /* pointers to every rank's input (outboxes) */
     void *gpu;                            /* the CUDA backend's state (coll_ringx_cuda.c) */
 } mca_coll_ringx_module_t;
 
@@ -168,7 +168,8 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
 
 /* Makes the module ready to serve (first call: agrees on an id and learns
  * the peers' addresses through the fallback collectives).  Returns
- * OMPI_SUCCESS with m->state READY or NO_TRANSPORT, or an error. */
+ * OMPI_SUCCESS with m->state READY, NO_TRANSPORT or NO_COMMON_ID, or an
+ * error. */
 int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
 
 void *ringx_scratch_get(ringx_scratch_t *s, size_t size);

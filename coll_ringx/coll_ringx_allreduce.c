@@ -251,21 +251,25 @@ static const char *input_of(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int ra
 
 /* A small buffer: every rank reduces all of it from every outbox, in rank
  * order so that every rank gets the same bits; one synchronisation where
- * outbox_piece has two.  Every peer's flag is seen before the result is
- * written: in place, it is the input a declined call still needs. */
+ * outbox_piece has two.  Having every input at hand, it accumulates float
+ * sums and products in double (ringx_host_reduce_all).  Every peer's flag
+ * is seen before the result is written: in place, it is the input a
+ * declined call still needs. */
 static int outbox_whole(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *input,
                         char *result, size_t count, ringx_reduction_t red)
 {
     uint32_t seq = m->seq++;
     unsigned idle = 0;
+    const void **inputs = ringx_scratch_get(&m->inputs, sizeof(*inputs) * (size_t)m->size);
     int rc = ringx_outbox_fill(m, mem, seq, input, count * ringx_type_size(red.type), 1, 0);
     int peers = ringx_outbox_wait_all(m, mem, seq, &idle);
 
-    rc = rc != OMPI_SUCCESS ? rc : peers;
-    for (int rank = 1; rank < m->size && rc == OMPI_SUCCESS; rank++) {
-        const char *acc = rank == 1 ? input_of(m, mem, 0, seq, &idle) : result;
-        ringx_host_reduce(result, acc, input_of(m, mem, rank, seq, &idle), count, red.type,
-                          red.op);
+    rc = rc != OMPI_SUCCESS ? rc : inputs == NULL ? OMPI_ERR_OUT_OF_RESOURCE : peers;
+    for (int rank = 0; rank < m->size && rc == OMPI_SUCCESS; rank++) {
+        inputs[rank] = input_of(m, mem, rank, seq, &idle);
+    }
+    if (rc == OMPI_SUCCESS) {
+        ringx_host_reduce_all(result, inputs, m->size, count, red.type, red.op);
     }
     return rc;
 }

@@ -24,10 +24,10 @@
 #define RINGX_DEFAULT_BOUNCE_BUFFERS 4
 #define RINGX_DEFAULT_MAILBOX_BYTES 4096
 #define RINGX_MAX_BOUNCE_BUFFERS 64
-/* The stock components that serve the other collectives under the default
- * selection: self (MPI_COMM_SELF), inter (intercommunicators), tuned and
- * basic (blocking), libnbc (nonblocking and persistent). */
-#define RINGX_DEFAULT_FILL "self,inter,tuned,basic,libnbc"
+/* RINGX_DEFAULT_FILL (coll_ringx_compat.h): the stock components that
+ * serve the other collectives under the default selection: self
+ * (MPI_COMM_SELF), inter (intercommunicators), tuned and basic (blocking),
+ * libnbc (nonblocking and persistent), and on 5.0 ftagree (agreement). */
 
 static int ringx_register(void);
 static int ringx_open(void);
@@ -37,7 +37,7 @@ static int ringx_init_query(bool enable_progress_threads, bool enable_mpi_thread
 mca_coll_ringx_component_t mca_coll_ringx_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            RINGX_COLL_BASE_VERSION,
             .mca_component_name = "ringx",
             MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
             .mca_open_component = ringx_open,

@@ -9,6 +9,7 @@
 #include "coll_ringx.h"
 
 #include "ompi/datatype/ompi_datatype.h"
+#include "mpi-ext.h"    /* MPIX_C_FLOAT16 (Open MPI 5's shortfloat extension) */
 
 typedef enum element_kind {
     KIND_SIGNED,
@@ -90,6 +91,11 @@ static const known_datatype_t known_datatypes[] = {
 #ifdef MPI_COMPLEX16
     { MPI_COMPLEX16, KIND_COMPLEX },
 #endif
+    /* IEEE binary16; MPIX_SHORT_FLOAT is the same type where short float
+     * is _Float16 (Open MPI 5 on x86-64 and aarch64) */
+#ifdef MPIX_C_FLOAT16
+    { MPIX_C_FLOAT16, KIND_FLOATING },
+#endif
 };
 
 typedef struct known_op {
@@ -123,7 +129,10 @@ static ringx_type_t type_of(element_kind_t kind, size_t size)
         t = width < 0 ? RINGX_TYPE_COUNT : by_width[kind == KIND_UNSIGNED][width];
         break;
     case KIND_FLOATING:
-        t = size == 4 ? RINGX_TYPE_FLOAT : size == 8 ? RINGX_TYPE_DOUBLE : RINGX_TYPE_COUNT;
+        t = size == 4   ? RINGX_TYPE_FLOAT
+            : size == 8 ? RINGX_TYPE_DOUBLE
+            : size == 2 ? RINGX_TYPE_FLOAT16
+                        : RINGX_TYPE_COUNT;
         break;
     case KIND_COMPLEX:
         t = size == 8 ? RINGX_TYPE_CFLOAT : size == 16 ? RINGX_TYPE_CDOUBLE : RINGX_TYPE_COUNT;

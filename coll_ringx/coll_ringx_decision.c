@@ -27,7 +27,7 @@ static const char *const alg_names[RINGX_ALG_COUNT] = {
 };
 
 static const char *const fallback_names[RINGX_FALLBACK_COUNT] = {
-    "disabled", "datatype", "op", "memory", "transport"
+    "disabled", "datatype", "op", "memory", "transport", "communicator"
 };
 
 /* Which algorithms each collective has (bit per ringx_alg_t). */

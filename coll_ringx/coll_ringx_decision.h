@@ -38,6 +38,7 @@ typedef enum ringx_fallback {
     RINGX_FALLBACK_OP,         /* user-defined, non-commutative or undefined for the type */
     RINGX_FALLBACK_MEMORY,     /* buffer memory ringx does not handle */
     RINGX_FALLBACK_TRANSPORT,  /* UCX unavailable on some rank of the communicator */
+    RINGX_FALLBACK_COMMUNICATOR, /* no context id common to every member that fits the tags */
     RINGX_FALLBACK_COUNT
 } ringx_fallback_t;
 

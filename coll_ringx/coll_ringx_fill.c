@@ -1,7 +1,7 @@
 /*
  * coll_ringx_fill.c - what ringx arranges to be present when it is alone.
  *
- * Open MPI 4.1 refuses a communicator unless, after selection, every
+ * Open MPI (4.1 and 5.0) refuses a communicator unless, after selection, every
  * collective slot of comm->c_coll is filled (blocking, nonblocking,
  * persistent, reduce_local; see mca_coll_base_comm_select), and creating a
  * communicator already runs an iallreduce.  Under `--mca coll ringx` ringx is
@@ -15,7 +15,8 @@
  * the stock components named by coll_ringx_fill that the selection left out
  * (by default self, inter, tuned, basic and libnbc: the ones that serve
  * those slots under the default selection).  They are loaded once per
- * process through Open MPI's component repository, registered, opened and
+ * process, from libmpi where Open MPI was built with them inside, else
+ * through Open MPI's component repository, and registered, opened and
  * queried for the communicator exactly as Open MPI would have done, and each
  * empty slot goes to the highest-priority one that provides it.  So
  * `--mca coll ringx` behaves like the default selection with ringx on top,
@@ -58,9 +59,8 @@ typedef struct ringx_slot {
     unsigned flags;
 } ringx_slot_t;
 
-#if OMPI_MAJOR_VERSION == 4
-/* The slots of the coll module interface 2.3.0 (Open MPI 4.x), in the order
- * of mca_coll_base_comm_select. */
+/* The slots of the coll module interface, in the order of
+ * mca_coll_base_comm_select; the series' own ones last. */
 #define SLOT(n, f)                                                              \
     { #n, offsetof(mca_coll_base_module_t, coll_##n),                           \
       offsetof(mca_coll_base_comm_coll_t, coll_##n),                            \
@@ -93,13 +93,11 @@ static const ringx_slot_t slots[] = {
     SLOT_NEIGHBORHOOD(neighbor_alltoallv),
     SLOT_NEIGHBORHOOD(neighbor_alltoallw),
     SLOT(reduce_local, 0),
+    RINGX_VERSION_SLOTS(SLOT)
 };
 #undef SLOT_BLOCKING_NONBLOCKING_PERSISTENT
 #undef SLOT_NEIGHBORHOOD
 #undef SLOT
-#else
-#error "coll_ringx_fill.c: the slot table describes the Open MPI 4.x coll interface"
-#endif
 
 #define NSLOTS (sizeof(slots) / sizeof(slots[0]))
 
@@ -150,7 +148,7 @@ static int find_empty(struct ompi_communicator_t *comm, bool empty[NSLOTS])
 static struct {
     bool tried;
     int count;
-    const mca_coll_base_component_2_0_0_t *components[MAX_DONORS];
+    const mca_coll_base_component_t *components[MAX_DONORS];
     /* mca_base_component_repository_open() appends what it opens to the
      * framework's component list, and Open MPI's selection queries every
      * component on ompi_coll_base_framework's list.  The donors go on this
@@ -197,33 +195,63 @@ static mca_base_component_repository_item_t *find_in_repository(const char *name
     return NULL;
 }
 
-/* Loads the coll component name as Open MPI's coll framework would have
- * (repository open, register, open, init_query).  Returns NULL with *out
- * set, or why it could not. */
-static const char *load_donor(const char *name, const mca_coll_base_component_2_0_0_t **out)
+/* A component built into libmpi (Debian 13 builds every coll component
+ * in): the framework's static components, which the selection filters just
+ * as it filters the repository's. */
+static const mca_base_component_t *find_built_in(const char *name)
+{
+    const mca_base_component_t **all = ompi_coll_base_framework.framework_static_components;
+
+    for (int i = 0; all != NULL && all[i] != NULL; i++) {
+        if (strcmp(all[i]->mca_component_name, name) == 0) {
+            return all[i];
+        }
+    }
+    return NULL;
+}
+
+/* Opens the component name from Open MPI's component repository; NULL
+ * with *why set if it cannot. */
+static const mca_base_component_t *open_from_repository(const char *name, const char **why)
 {
     mca_base_component_repository_item_t *ri = find_in_repository(name);
-    const mca_base_component_t *c;
-    const mca_coll_base_component_2_0_0_t *coll;
-    int output = ompi_coll_base_framework.framework_output;
     bool was_loaded;
 
     if (ri == NULL) {
-        return "not found in Open MPI's component path";
+        *why = "neither built into libmpi nor found in Open MPI's component path";
+        return NULL;
     }
     /* A cached open does not count a reference: take one, so that closing
      * the donor releases only what ringx holds. */
     was_loaded = ri->ri_dlhandle != NULL;
     if (mca_base_component_repository_open(&donors.framework, ri) != OPAL_SUCCESS) {
-        return "could not be opened";
+        *why = "could not be opened";
+        return NULL;
     }
     if (was_loaded) {
         (void)mca_base_component_repository_retain_component(ri->ri_type, ri->ri_name);
     }
-    c = ri->ri_component_struct;
-    coll = (const mca_coll_base_component_2_0_0_t *)c;
-    if (c->mca_type_major_version != 2 || c->mca_type_minor_version != 0 ||
-        c->mca_type_release_version != 0) {
+    return ri->ri_component_struct;
+}
+
+/* Loads the coll component name as Open MPI's coll framework would have
+ * (built in, or repository open; register, open, init_query).  Returns
+ * NULL with *out set, or why it could not.  Closing a built-in component
+ * releases nothing in the repository (mca_base_component_unload). */
+static const char *load_donor(const char *name, const mca_coll_base_component_t **out)
+{
+    const char *why = NULL;
+    const mca_base_component_t *c = find_built_in(name);
+    const mca_coll_base_component_t *coll;
+    int output = ompi_coll_base_framework.framework_output;
+
+    if (c == NULL && (c = open_from_repository(name, &why)) == NULL) {
+        return why;
+    }
+    coll = (const mca_coll_base_component_t *)c;
+    if (c->mca_type_major_version != RINGX_COLL_API_MAJOR ||
+        c->mca_type_minor_version != RINGX_COLL_API_MINOR ||
+        c->mca_type_release_version != RINGX_COLL_API_RELEASE) {
         mca_base_component_unload(c, output);
         return "implements another coll interface version";
     }
@@ -262,7 +290,7 @@ static void load_donors(void)
 
     for (int i = 0; names != NULL && names[i] != NULL; i++) {
         const char *why = NULL;
-        const mca_coll_base_component_2_0_0_t *c = NULL;
+        const mca_coll_base_component_t *c = NULL;
 
         if (names[i][0] == '\0' || strcmp(names[i], "ringx") == 0) {
             continue;
@@ -310,7 +338,7 @@ static const char *comm_label(struct ompi_communicator_t *comm, char *buf, size_
         return comm->c_name;
     }
     snprintf(buf, len, "%s cid %u", OMPI_COMM_IS_INTER(comm) ? "intercommunicator" : "communicator",
-             (unsigned)ompi_comm_get_cid(comm));
+             (unsigned)ringx_comm_local_id(comm));
     return buf;
 }
 

@@ -30,6 +30,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->state = RINGX_COMM_UNCONNECTED;
     m->rank = m->size = 0;
     m->comm_id = m->seq = 0;
+    m->comm_id_common = false;
     m->peers = NULL;
     memset(&m->mailbox, 0, sizeof(m->mailbox));
     m->direct_calls = 0;
@@ -37,6 +38,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     memset(&m->segments, 0, sizeof(m->segments));
     memset(&m->blocks, 0, sizeof(m->blocks));
     memset(&m->bounce, 0, sizeof(m->bounce));
+    memset(&m->inputs, 0, sizeof(m->inputs));
     m->gpu = NULL;
 }
 
@@ -63,9 +65,11 @@ static void release_state(mca_coll_ringx_module_t *m)
     free(m->segments.ptr);
     free(m->blocks.ptr);
     free(m->bounce.ptr);
+    free(m->inputs.ptr);
     memset(&m->segments, 0, sizeof(m->segments));
     memset(&m->blocks, 0, sizeof(m->blocks));
     memset(&m->bounce, 0, sizeof(m->bounce));
+    memset(&m->inputs, 0, sizeof(m->inputs));
 #if RINGX_HAVE_CUDA
     ringx_cuda_release(m->gpu);
 #endif
@@ -116,9 +120,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     }
     m->rank = ompi_comm_rank(comm);
     m->size = ompi_comm_size(comm);
-    /* Open MPI 4 gives a communicator the same context id on every member
-     * and never two live communicators of a process the same one. */
-    m->comm_id = ompi_comm_get_cid(comm);
+    m->comm_id_common = ringx_comm_common_id(comm, &m->comm_id);
     RINGX_LOG(2, "enabled on %s (%d ranks)", comm->c_name, m->size);
     return OMPI_SUCCESS;
 }
@@ -281,11 +283,13 @@ int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t 
     if (rc != OMPI_SUCCESS) {
         return rc;
     }
-    if (any_without_ucx || m->comm_id > RINGX_TAG_ID_MAX) {
-        m->state = RINGX_COMM_NO_TRANSPORT;
+    if (any_without_ucx || !m->comm_id_common || m->comm_id > RINGX_TAG_ID_MAX) {
+        m->state = any_without_ucx ? RINGX_COMM_NO_TRANSPORT : RINGX_COMM_NO_COMMON_ID;
         RINGX_LOG(1, "%s: %s; the previous component serves this communicator", comm->c_name,
-                  any_without_ucx ? "UCX is unavailable on some rank"
-                                  : "its context id does not fit ringx's message tags");
+                  any_without_ucx      ? "UCX is unavailable on some rank"
+                  : !m->comm_id_common ? "its members share no context id (a communicator "
+                                         "made from a group or a session)"
+                                       : "its context id does not fit ringx's message tags");
         return OMPI_SUCCESS;
     }
     windows = calloc((size_t)m->size, sizeof(*windows));
@@ -376,6 +380,9 @@ int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
     }
     if (reason == RINGX_SERVE && m->state == RINGX_COMM_NO_TRANSPORT) {
         reason = RINGX_FALLBACK_TRANSPORT;
+    }
+    if (reason == RINGX_SERVE && m->state == RINGX_COMM_NO_COMMON_ID) {
+        reason = RINGX_FALLBACK_COMMUNICATOR;
     }
     if (reason != RINGX_SERVE) {
         ringx_count(&mca_coll_ringx_counters.fallbacks[coll][reason], 1);

@@ -7,7 +7,9 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "ringx_half.h"
 #include "ringx_host_reduce.h"
 
 typedef void (*reduce_loop_fn)(void *dst, const void *a, const void *b,
@@ -68,6 +70,15 @@ INTEGER_LOOPS(uint64, uint64_t, uint64_t)
 
 FLOATING_LOOPS(float,  float)
 FLOATING_LOOPS(double, double)
+
+/* binary16 in float, one rounding per operation (ringx_half.h); MIN and
+ * MAX return an operand's own bits. */
+#define H2F ringx_half_to_float
+REDUCE_LOOP(float16_sum,  uint16_t, ringx_float_to_half(H2F(l) + H2F(r)))
+REDUCE_LOOP(float16_prod, uint16_t, ringx_float_to_half(H2F(l) * H2F(r)))
+REDUCE_LOOP(float16_min,  uint16_t, H2F(l) < H2F(r) ? l : r)
+REDUCE_LOOP(float16_max,  uint16_t, H2F(l) > H2F(r) ? l : r)
+#undef H2F
 
 #define COMPLEX_FUNCS(tag, T)                                              \
     static inline T tag##_add(T l, T r)                                    \
@@ -137,6 +148,7 @@ static const reduce_loop_fn reduce_loops[RINGX_TYPE_COUNT][RINGX_OP_COUNT] = {
     [RINGX_TYPE_UINT64] = INTEGER_ROW(uint64),
     [RINGX_TYPE_FLOAT]  = FLOATING_ROW(float),
     [RINGX_TYPE_DOUBLE] = FLOATING_ROW(double),
+    [RINGX_TYPE_FLOAT16] = FLOATING_ROW(float16),
     [RINGX_TYPE_CFLOAT] = {
         [RINGX_OP_SUM] = cfloat_sum, [RINGX_OP_PROD] = cfloat_prod,
     },
@@ -171,4 +183,118 @@ void ringx_host_reduce(void *dst, const void *a, const void *b, size_t n,
     loop = reduce_loops[type][op];
     if (loop != NULL)
         loop(dst, a, b, n);
+}
+
+/* ------------------------------------------------- many inputs at once */
+
+/* Elements per round of the double accumulators (on the stack). */
+#define WIDE_CHUNK 256
+
+/* Up to two doubles per element (complex): acc[2 * i], acc[2 * i + 1]. */
+static void widen(double *acc, const void *src, size_t n, ringx_type_t type)
+{
+    const float *f = src;
+    const uint16_t *h = src;
+
+    for (size_t i = 0; i < n; i++) {
+        if (type == RINGX_TYPE_FLOAT16) {
+            acc[2 * i] = ringx_half_to_float(h[i]);
+        } else if (type == RINGX_TYPE_FLOAT) {
+            acc[2 * i] = f[i];
+        } else {
+            acc[2 * i] = f[2 * i];
+            acc[2 * i + 1] = f[2 * i + 1];
+        }
+    }
+}
+
+static void accumulate(double *acc, const void *src, size_t n, ringx_type_t type,
+                       ringx_op_t op)
+{
+    double x[2 * WIDE_CHUNK];
+
+    widen(x, src, n, type);
+    for (size_t i = 0; i < n; i++) {
+        double *a = acc + 2 * i, *b = x + 2 * i;
+        if (type != RINGX_TYPE_CFLOAT) {
+            a[0] = op == RINGX_OP_SUM ? a[0] + b[0] : a[0] * b[0];
+        } else if (op == RINGX_OP_SUM) {
+            a[0] += b[0];
+            a[1] += b[1];
+        } else {
+            const double re = a[0] * b[0] - a[1] * b[1];
+            a[1] = a[0] * b[1] + a[1] * b[0];
+            a[0] = re;
+        }
+    }
+}
+
+/* double to binary16 with one rounding: to float rounding to odd (an
+ * inexact result that came out even moves to its odd neighbour towards x),
+ * then to half; float keeps more than 11 + 2 bits, so the second rounding
+ * sees the sticky information the first would otherwise have lost. */
+static uint16_t double_to_half(double x)
+{
+    float f = (float)x;
+    uint32_t u = ringx_float_bits(f);
+
+    if ((double)f != x && (u & 1u) == 0 && x == x) {
+        u = __builtin_fabs((double)f) > __builtin_fabs(x) ? u - 1 : u + 1;
+        f = ringx_bits_float(u);
+    }
+    return ringx_float_to_half(f);
+}
+
+static void narrow(void *dst, const double *acc, size_t n, ringx_type_t type)
+{
+    float *f = dst;
+    uint16_t *h = dst;
+
+    for (size_t i = 0; i < n; i++) {
+        if (type == RINGX_TYPE_FLOAT16) {
+            h[i] = double_to_half(acc[2 * i]);
+        } else if (type == RINGX_TYPE_FLOAT) {
+            f[i] = (float)acc[2 * i];
+        } else {
+            f[2 * i] = (float)acc[2 * i];
+            f[2 * i + 1] = (float)acc[2 * i + 1];
+        }
+    }
+}
+
+static int accumulates_wide(ringx_type_t type, ringx_op_t op)
+{
+    return (op == RINGX_OP_SUM || op == RINGX_OP_PROD) &&
+           (type == RINGX_TYPE_FLOAT || type == RINGX_TYPE_CFLOAT ||
+            type == RINGX_TYPE_FLOAT16);
+}
+
+void ringx_host_reduce_all(void *dst, const void *const *in, int k, size_t n,
+                           ringx_type_t type, ringx_op_t op)
+{
+    const size_t elem = ringx_type_size(type);
+
+    if (k < 1 || elem == 0) {
+        return;
+    }
+    if (k == 1 || !accumulates_wide(type, op)) {
+        if (k == 1 && dst != in[0]) {
+            memmove(dst, in[0], n * elem);
+        }
+        for (int j = 1; j < k; j++) {
+            ringx_host_reduce(dst, j == 1 ? in[0] : dst, in[j], n, type, op);
+        }
+        return;
+    }
+    for (size_t done = 0; done < n; done += WIDE_CHUNK) {
+        const size_t m = n - done < WIDE_CHUNK ? n - done : WIDE_CHUNK;
+        const size_t off = done * elem;
+        double acc[2 * WIDE_CHUNK];
+
+        widen(acc, (const char *)in[0] + off, m, type);
+        for (int j = 1; j < k; j++) {
+            accumulate(acc, (const char *)in[j] + off, m, type, op);
+        }
+        narrow((char *)dst + off, acc, m, type);
+    }
 }

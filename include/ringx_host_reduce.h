@@ -24,6 +24,16 @@ extern "C" {
 void ringx_host_reduce(void *dst, const void *a, const void *b, size_t n,
                        ringx_type_t type, ringx_op_t op);
 
+/*
+ * dst[i] = in[0][i] op in[1][i] op ... op in[k - 1][i] for i in [0, n),
+ * k >= 1, left to right.  SUM and PROD of float, complex float and
+ * float16 accumulate in double and round once per element, so the result
+ * is as close to the exact one as the type allows (and the same wherever
+ * the same inputs are reduced).  dst may be in[0], no other input.
+ */
+void ringx_host_reduce_all(void *dst, const void *const *in, int k, size_t n,
+                           ringx_type_t type, ringx_op_t op);
+
 #ifdef __cplusplus
 }
 #endif

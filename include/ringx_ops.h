@@ -33,6 +33,7 @@ typedef enum ringx_type {
     RINGX_TYPE_BYTE,        /* one byte, bitwise ops only */
     RINGX_TYPE_FLOAT_INT,   /* struct { float v; int i; }, MPI_FLOAT_INT */
     RINGX_TYPE_2INT,        /* struct { int v; int i; },   MPI_2INT */
+    RINGX_TYPE_FLOAT16,     /* IEEE binary16 (MPIX_C_FLOAT16), reduced in float: ringx_half.h */
     RINGX_TYPE_COUNT
 } ringx_type_t;
 
@@ -66,7 +67,8 @@ static inline ringx_type_group_t ringx_type_group(ringx_type_t t)
 {
     switch (t) {
     case RINGX_TYPE_FLOAT:
-    case RINGX_TYPE_DOUBLE:    return RINGX_GROUP_FLOATING;
+    case RINGX_TYPE_DOUBLE:
+    case RINGX_TYPE_FLOAT16:   return RINGX_GROUP_FLOATING;
     case RINGX_TYPE_CFLOAT:
     case RINGX_TYPE_CDOUBLE:   return RINGX_GROUP_COMPLEX;
     case RINGX_TYPE_BOOL:      return RINGX_GROUP_LOGICAL;
@@ -80,7 +82,7 @@ static inline ringx_type_group_t ringx_type_group(ringx_type_t t)
 static inline size_t ringx_type_size(ringx_type_t t)
 {
     static const unsigned char sizes[RINGX_TYPE_COUNT] = {
-        1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 16, 1, 1, 8, 8
+        1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 16, 1, 1, 8, 8, 2
     };
     return (unsigned)t < RINGX_TYPE_COUNT ? sizes[t] : 0;
 }
@@ -90,7 +92,7 @@ static inline size_t ringx_type_size(ringx_type_t t)
 static inline size_t ringx_type_align(ringx_type_t t)
 {
     static const unsigned char aligns[RINGX_TYPE_COUNT] = {
-        1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 4, 8, 1, 1, 4, 4
+        1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 4, 8, 1, 1, 4, 4, 2
     };
     return (unsigned)t < RINGX_TYPE_COUNT ? aligns[t] : 1;
 }
@@ -129,7 +131,7 @@ static inline const char *ringx_type_name(ringx_type_t t)
     static const char *const names[RINGX_TYPE_COUNT] = {
         "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
         "uint64", "float", "double", "cfloat", "cdouble", "bool", "byte",
-        "float_int", "2int"
+        "float_int", "2int", "float16"
     };
     return (unsigned)t < RINGX_TYPE_COUNT ? names[t] : "?";
 }

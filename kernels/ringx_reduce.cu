@@ -24,6 +24,7 @@
 
 #include <cuda_runtime.h>
 
+#include "ringx_half.h"
 #include "ringx_kernels.h"
 
 #define HD __host__ __device__ __forceinline__
@@ -37,6 +38,8 @@ struct cfloat_t { float re, im; };
 struct cdouble_t { double re, im; };
 struct float_int_t { float v; int i; };
 struct int_int_t { int v; int i; };
+/* binary16, computed in float as on the host (ringx_half.h) */
+struct half_t { uint16_t bits; };
 
 /* ---------------------------------------------------------- the ops */
 
@@ -99,6 +102,14 @@ HD cfloat_t sum(cfloat_t l, cfloat_t r) { return complex_sum(l, r); }
 HD cdouble_t sum(cdouble_t l, cdouble_t r) { return complex_sum(l, r); }
 HD cfloat_t prod(cfloat_t l, cfloat_t r) { return complex_prod(l, r); }
 HD cdouble_t prod(cdouble_t l, cdouble_t r) { return complex_prod(l, r); }
+
+HD float wide(half_t h) { return ringx_half_to_float(h.bits); }
+HD half_t narrow(float f) { return half_t{ ringx_float_to_half(f) }; }
+HD half_t sum(half_t l, half_t r) { return narrow(wide(l) + wide(r)); }
+HD half_t prod(half_t l, half_t r) { return narrow(mul_rn(wide(l), wide(r))); }
+/* MIN and MAX compare in float and return an operand's own bits. */
+HD bool operator<(half_t l, half_t r) { return wide(l) < wide(r); }
+HD bool operator>(half_t l, half_t r) { return wide(l) > wide(r); }
 
 struct op_sum  { template <class T> HD static T apply(T l, T r) { return sum(l, r); } };
 struct op_prod { template <class T> HD static T apply(T l, T r) { return prod(l, r); } };
@@ -406,6 +417,7 @@ runner_t find_runner(ringx_type_t t, ringx_op_t op)
     case RINGX_TYPE_UINT64:    return unsigned_runner<uint64_t>(op);
     case RINGX_TYPE_FLOAT:     return floating_runner<float>(op);
     case RINGX_TYPE_DOUBLE:    return floating_runner<double>(op);
+    case RINGX_TYPE_FLOAT16:   return floating_runner<half_t>(op);
     case RINGX_TYPE_CFLOAT:    return complex_runner<cfloat_t>(op);
     case RINGX_TYPE_CDOUBLE:   return complex_runner<cdouble_t>(op);
     case RINGX_TYPE_FLOAT_INT: return pair_runner<float_int_t>(op);

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds ringx out of tree in _build (extra arguments go to
-# configure).  Used by test.sh and main.sh.
+# configure).  Used by test.sh and main.sh.  Where install-deps.sh fetched
+# the Open MPI source for headers the installed ones lack, configure gets
+# it as --with-ompi-src.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -10,7 +12,11 @@ if [ -f config.status ]; then
     echo "build.sh: removing the in-tree configuration (make distclean) to build in _build"
     make distclean >/dev/null
 fi
+extra=()
+if [ -d "$top/_deps/openmpi-src" ]; then
+    extra+=(--with-ompi-src="$top/_deps/openmpi-src")
+fi
 mkdir -p _build
 cd _build
-../configure "$@"
+../configure "${extra[@]}" "$@"
 make -j"$(nproc)"

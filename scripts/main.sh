@@ -13,18 +13,23 @@ prefix="$top/_install"
 "$top/scripts/build.sh" --prefix="$prefix"
 make -C "$top/_build" install >/dev/null
 
-ompi_dir=$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
-export OMPI_MCA_mca_base_component_path="$ompi_dir:$prefix/lib/openmpi"
-root_flags=()
+env_lines=$("$top/scripts/ringx-env.sh" "$prefix/lib/openmpi")
+eval "$env_lines"
+# The flags mpirun needs here: as root, and with more ranks than cores
+# (Open MPI gives each core one slot).
+cores=$(lscpu -p=Core,Socket 2>/dev/null | grep -v '^#' | sort -u | wc -l)
+run_flags=()
 if [ "$(id -u)" -eq 0 ]; then
-    root_flags=(--allow-run-as-root)
+    run_flags+=(--allow-run-as-root)
+fi
+if [ "$np" -gt "${cores:-1}" ]; then
+    run_flags+=(--oversubscribe)
 fi
 
 mkdir -p "$top/results"
 out="$top/results/bench-np$np"
 echo "main.sh: ringx installed in $prefix/lib/openmpi; benchmarking on $np ranks"
-mpirun "${root_flags[@]}" --oversubscribe -np "$np" \
-    "$prefix/bin/ringx_bench" --csv "$out.csv" "$@" | tee "$out.txt"
+mpirun "${run_flags[@]}" -np "$np" "$prefix/bin/ringx_bench" --csv "$out.csv" "$@" | tee "$out.txt"
 "$top/bench/plot.sh" "$out.csv" "$out.png"
 cat <<EOT
 
@@ -32,6 +37,7 @@ main.sh: done.
   table: $out.txt
   data:  $out.csv
   plot:  $out.png
-To use ringx in your own runs:
-  export OMPI_MCA_mca_base_component_path="$OMPI_MCA_mca_base_component_path"
+To use ringx in your own runs (check it with --mca coll_ringx_verbose 1):
+$env_lines
+  mpirun ${run_flags[*]:+${run_flags[*]} }-np $np ./your_program
 EOT

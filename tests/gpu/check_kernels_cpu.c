@@ -90,7 +90,7 @@ START_TEST(test_invalid_arguments)
             invalid++;
         }
     }
-    ck_assert_uint_eq(invalid, RINGX_TYPE_COUNT * RINGX_OP_COUNT - 102);
+    ck_assert_uint_eq(invalid, RINGX_TYPE_COUNT * RINGX_OP_COUNT - 106);
     expect_einval(d, a, b, 1, RINGX_TYPE_COUNT, RINGX_OP_SUM);
     expect_einval(d, a, b, 1, RINGX_TYPE_INT8, RINGX_OP_COUNT);
     expect_einval(d, a, b, 1, (ringx_type_t)-1, (ringx_op_t)-1);

@@ -4,8 +4,9 @@
  * `--mca coll ringx` proves that every collective slot is served, and a run
  * under the default selection that the same program passes there.
  *
- *   - blocking, nonblocking (MPI_I*) and persistent (MPIX_*_init, Open MPI's
- *     pcollreq extension: each request is started twice) versions of barrier,
+ *   - blocking, nonblocking (MPI_I*) and persistent (MPIX_*_init, Open MPI
+ *     4.1's pcollreq extension, MPI_*_init in Open MPI 5: each request is
+ *     started twice) versions of barrier,
  *     bcast, gather(v), scatter(v), allgather(v), alltoall(v,w), reduce,
  *     allreduce, reduce_scatter, reduce_scatter_block, scan, exscan;
  *   - on MPI_COMM_WORLD, MPI_COMM_SELF, a dup, a split (reversed order), a
@@ -189,9 +190,14 @@ static void reduced(const kind_t *k, uint64_t key, int g, int lo, int hi, int i,
 
 enum { BLOCKING, NONBLOCKING, PERSISTENT, NUM_MODES };
 
+/* MPI 4.0's persistent collectives: Open MPI 4.1's pcollreq extension
+ * (MPIX_..._init), the standard names in Open MPI 5. */
 #ifdef OMPI_HAVE_MPI_EXT_PCOLLREQ
 #define HAVE_PERSISTENT 1
 #define PERSISTENT_CALL(Name, ...) MPIX_##Name##_init(__VA_ARGS__, MPI_INFO_NULL, &req_)
+#elif OMPI_MAJOR_VERSION >= 5
+#define HAVE_PERSISTENT 1
+#define PERSISTENT_CALL(Name, ...) MPI_##Name##_init(__VA_ARGS__, MPI_INFO_NULL, &req_)
 #else
 #define HAVE_PERSISTENT 0
 #define PERSISTENT_CALL(Name, ...) MPI_ERR_OTHER

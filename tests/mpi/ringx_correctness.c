@@ -47,6 +47,8 @@
 #include "ringx_test_device.h"
 #include "ringx_test_util.h"
 
+#include <mpi-ext.h>    /* MPIX_C_FLOAT16 (Open MPI 5) */
+
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -97,7 +99,7 @@ static const char *const coll_names[NUM_COLLS] = {
 enum scalar_kind {
     SK_SINT,        /* two's complement integer of `width` bytes */
     SK_UINT,        /* unsigned integer of `width` bytes */
-    SK_REAL,        /* float, double or long double (by width) */
+    SK_REAL,        /* float16, float, double or long double (by width) */
     SK_COMPLEX,     /* two reals of `width` bytes each */
     SK_BOOL,        /* C _Bool */
     SK_BYTE,        /* MPI_BYTE: an unsigned byte */
@@ -171,6 +173,11 @@ static type_desc_t served_types[] = {
     PREDEF(MPI_DOUBLE_PRECISION, SK_REAL, 0, TG_FLOATING),
     PREDEF(MPI_REAL4, SK_REAL, 4, TG_FLOATING),
     PREDEF(MPI_REAL8, SK_REAL, 8, TG_FLOATING),
+#if defined(MPIX_C_FLOAT16) && defined(__FLT16_MAX__)
+    /* stored and reduced in the reference through the compiler's _Float16 */
+    PREDEF(MPIX_C_FLOAT16, SK_REAL, 2, TG_FLOATING),
+#define HAVE_FLOAT16_TYPE 1
+#endif
     PREDEF(MPI_C_FLOAT_COMPLEX, SK_COMPLEX, sizeof(float), TG_COMPLEX),
     PREDEF(MPI_C_DOUBLE_COMPLEX, SK_COMPLEX, sizeof(double), TG_COMPLEX),
     PREDEF(MPI_C_BOOL, SK_BOOL, sizeof(_Bool), TG_LOGICAL),
@@ -208,12 +215,18 @@ static size_t scalar_size(const type_desc_t *t)
     }
 }
 
+#ifdef HAVE_FLOAT16_TYPE
+#define HALF_WIDTH_OK 1
+#else
+#define HALF_WIDTH_OK 0
+#endif
+
 static bool width_supported(const type_desc_t *t)
 {
     switch (t->kind) {
     case SK_REAL:
         return 4 == t->width || 8 == t->width ||
-               sizeof(long double) == t->width;
+               sizeof(long double) == t->width || (HALF_WIDTH_OK && 2 == t->width);
     case SK_COMPLEX:
     case SK_PAIR_REAL:
         return 4 == t->width || 8 == t->width;
@@ -279,6 +292,14 @@ static void init_types(void)
         init_type(&served_types[i]);
         report_unavailable(&served_types[i]);
     }
+#ifndef HAVE_FLOAT16_TYPE
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (0 == rank) {
+        printf("note: MPIX_C_FLOAT16 is not provided by this MPI library (or _Float16 by the "
+               "compiler); skipped\n");
+    }
+#endif
     init_type(&type_double_int);
     init_type(&type_long_double);
     init_type(&type_contig3_int);
@@ -635,6 +656,32 @@ static inline uint64_t load_uint(const void *src, unsigned width)
     }
 }
 
+/* binary16 through the compiler's _Float16, independent of ringx's own
+ * conversions (only used where the type is available). */
+#ifdef HAVE_FLOAT16_TYPE
+static inline void store_half(void *dst, double x)
+{
+    _Float16 h = (_Float16)x;
+    memcpy(dst, &h, sizeof h);
+}
+
+static inline double load_half(const void *src)
+{
+    _Float16 h;
+    memcpy(&h, src, sizeof h);
+    return (double)h;
+}
+
+static inline double round_half(double x)
+{
+    return (double)(_Float16)x;
+}
+#else
+static inline void store_half(void *dst, double x) { (void)dst; (void)x; }
+static inline double load_half(const void *src) { (void)src; return 0; }
+static inline double round_half(double x) { return x; }
+#endif
+
 /* Bytes of a long double that hold its value: x87's 80-bit format is
  * padded to 16 bytes, and the padding must keep the buffer's fill pattern
  * for buffers to compare bytewise (and for valgrind). */
@@ -649,7 +696,9 @@ static inline void store_real(void *dst, double x, unsigned width)
     float f = (float)x;
     long double ld = x;
 
-    if (4 == width) {
+    if (2 == width) {
+        store_half(dst, x);
+    } else if (4 == width) {
         memcpy(dst, &f, sizeof f);
     } else if (8 == width) {
         memcpy(dst, &x, sizeof x);
@@ -664,6 +713,9 @@ static inline double load_real(const void *src, unsigned width)
     double d;
     long double ld;
 
+    if (2 == width) {
+        return load_half(src);
+    }
     if (4 == width) {
         memcpy(&f, src, sizeof f);
         return f;
@@ -738,7 +790,8 @@ static inline scalar_t load_scalar(const type_desc_t *t, const unsigned char *sr
 
 static inline double round_real(double x, unsigned width)
 {
-    return 4 == width ? (double)(float)x : x;   /* long double holds x */
+    return 2 == width ? round_half(x) : 4 == width ? (double)(float)x
+                                                   : x;   /* long double holds x */
 }
 
 /* The input scalar exactly as the receiving side sees it: what
@@ -894,8 +947,9 @@ static inline scalar_t reduce_reference(const gen_spec_t *g, const uint64_t *see
  * in the implementation and in the reference; MIN/MAX must be exact. */
 static inline bool reals_close(const gen_spec_t *g, double got, double ref, double mag)
 {
-    double eps = 4 == g->type->width ? FLT_EPSILON : DBL_EPSILON;
-    double tiny = 4 == g->type->width ? FLT_MIN : DBL_MIN;
+    unsigned w = g->type->width;
+    double eps = 2 == w ? 0x1p-10 : 4 == w ? FLT_EPSILON : DBL_EPSILON;
+    double tiny = 2 == w ? 0x1p-14 : 4 == w ? FLT_MIN : DBL_MIN;
     double tol = 0.0;
 
     if (OPK_SUM == g->op || OPK_PROD == g->op) {

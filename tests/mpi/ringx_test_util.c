@@ -19,7 +19,7 @@
 /* ------------------------------------------------------------------ */
 
 const char *const rx_fallback_reasons[RX_NUM_FALLBACK_REASONS] = {
-    "disabled", "datatype", "op", "memory", "transport"
+    "disabled", "datatype", "op", "memory", "transport", "communicator"
 };
 
 int rx_fallback_reason_index(const char *reason)

@@ -21,7 +21,7 @@
 /* ------------------------------------------------------------------ */
 
 /* The fallback reasons of the component's contract, in a fixed order. */
-enum { RX_NUM_FALLBACK_REASONS = 5 };
+enum { RX_NUM_FALLBACK_REASONS = 6 };
 extern const char *const rx_fallback_reasons[RX_NUM_FALLBACK_REASONS];
 
 /* Index of reason in rx_fallback_reasons, or -1. */

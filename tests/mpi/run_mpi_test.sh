@@ -26,24 +26,17 @@ np=$1
 program=$2
 shift 2
 
-# `ompi_info --path pkglibdir --parsable` prints "path:pkglibdir:/usr/...".
-ompi_pkglibdir=$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')
-if [ -z "$ompi_pkglibdir" ]; then
-    echo "$0: cannot find Open MPI's pkglibdir with ompi_info" >&2
-    exit 2
-fi
-
-if [ -n "${RINGX_COMPONENT_DIR:-}" ]; then
-    OMPI_MCA_mca_base_component_path="$RINGX_COMPONENT_DIR:$ompi_pkglibdir"
-else
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -z "${RINGX_COMPONENT_DIR:-}" ]; then
     echo "$0: warning: RINGX_COMPONENT_DIR is not set; using installed components only" >&2
-    OMPI_MCA_mca_base_component_path="$ompi_pkglibdir"
 fi
+# The component path (and, on Open MPI 5, PMIx's own): scripts/ringx-env.sh.
+env_lines=$("$here/../../scripts/ringx-env.sh" "${RINGX_COMPONENT_DIR:-/nonexistent}") || exit 2
+eval "$env_lines"
 OMPI_MCA_rmaps_base_oversubscribe=1
 # Quiet unless a test asks otherwise (--mca on the command line wins).
 OMPI_MCA_coll_ringx_verbose=${OMPI_MCA_coll_ringx_verbose:-0}
-export OMPI_MCA_mca_base_component_path OMPI_MCA_rmaps_base_oversubscribe \
-    OMPI_MCA_coll_ringx_verbose
+export OMPI_MCA_rmaps_base_oversubscribe OMPI_MCA_coll_ringx_verbose
 
 timeout_s=${RINGX_MPI_TIMEOUT:-300}
 timeout_args=

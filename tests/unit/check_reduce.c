@@ -3,7 +3,9 @@
  *
  * Every valid (type, op) pair is checked against a deliberately naive,
  * one-element-at-a-time reference written here, so that a mistake shared
- * with the implementation's macros cannot hide itself.
+ * with the implementation's macros cannot hide itself.  float16 is checked
+ * against the compiler's own _Float16 arithmetic, which is independent of
+ * ringx_half.h.  ringx_host_reduce_all is checked against exact results.
  */
 #include <check.h>
 #include <math.h>
@@ -12,7 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ringx_half.h"
 #include "ringx_host_reduce.h"
+
+#ifndef __FLT16_MAX__
+#error "check_reduce needs the compiler's _Float16 as the float16 reference (GCC 12 or later)"
+#endif
 
 #define GUARD_BYTES 64
 #define GUARD_FILL  0xA5
@@ -122,9 +129,30 @@ static double random_real(void)
     }
 }
 
+/* Specials, subnormals, values that overflow when added or multiplied,
+ * and dyadics whose sums are exact. */
+static _Float16 random_half(void)
+{
+    switch (lcg_next() % 16) {
+    case 0: return (_Float16)INFINITY;
+    case 1: return (_Float16)-INFINITY;
+    case 2: return (_Float16)NAN;
+    case 3: return (_Float16)-0.0;
+    case 4: return (_Float16)(lcg_range(-1023, 1023) * 0x1p-24);    /* subnormal */
+    case 5: return (_Float16)(lcg_range(-65504, 65504));
+    case 6: return (_Float16)(lcg_range(-2047, 2047) * 0x1p-11);
+    default: return (_Float16)(lcg_range(-2000, 2000) / 16.0);
+    }
+}
+
 static void random_element(void *p, ringx_type_t t)
 {
     switch (t) {
+    case RINGX_TYPE_FLOAT16: {
+        _Float16 x = random_half();
+        memcpy(p, &x, sizeof x);
+        break;
+    }
     case RINGX_TYPE_FLOAT: {
         float x = (float)random_real();
         memcpy(p, &x, sizeof x);
@@ -203,29 +231,32 @@ static void ref_integer(void *d, const void *a, const void *b,
     store_int_bits(d, t, r);
 }
 
-static float ref_float(float a, float b, ringx_op_t op)
-{
-    switch (op) {
-    case RINGX_OP_SUM:  return a + b;
-    case RINGX_OP_PROD: return a * b;
-    case RINGX_OP_MIN:  return a < b ? a : b;
-    case RINGX_OP_MAX:  return a > b ? a : b;
-    default: ck_abort_msg("no float reference for op %d", op);
+/* The real references, one per type, each computing in its own type. */
+#define REF_REAL(name, T)                                               \
+    static T name(T a, T b, ringx_op_t op)                              \
+    {                                                                   \
+        switch (op) {                                                   \
+        case RINGX_OP_SUM:  return a + b;                               \
+        case RINGX_OP_PROD: return a * b;                               \
+        case RINGX_OP_MIN:  return a < b ? a : b;                       \
+        case RINGX_OP_MAX:  return a > b ? a : b;                       \
+        default: ck_abort_msg(#name ": no reference for op %d", op);    \
+        }                                                               \
+        return 0;                                                       \
+    }                                                                   \
+    static void name##_element(void *d, const void *a, const void *b,   \
+                               ringx_op_t op)                           \
+    {                                                                   \
+        T x, y, r;                                                      \
+        memcpy(&x, a, sizeof x);                                        \
+        memcpy(&y, b, sizeof y);                                        \
+        r = name(x, y, op);                                             \
+        memcpy(d, &r, sizeof r);                                        \
     }
-    return 0;
-}
 
-static double ref_double(double a, double b, ringx_op_t op)
-{
-    switch (op) {
-    case RINGX_OP_SUM:  return a + b;
-    case RINGX_OP_PROD: return a * b;
-    case RINGX_OP_MIN:  return a < b ? a : b;
-    case RINGX_OP_MAX:  return a > b ? a : b;
-    default: ck_abort_msg("no double reference for op %d", op);
-    }
-    return 0;
-}
+REF_REAL(ref_float, float)
+REF_REAL(ref_half, _Float16)
+REF_REAL(ref_double, double)
 
 /* The complex references: (re, im) pairs of T, product written out. */
 #define REF_COMPLEX(name, T)                                            \
@@ -285,22 +316,9 @@ static void ref_element(void *d, const void *a, const void *b,
                         ringx_type_t t, ringx_op_t op)
 {
     switch (t) {
-    case RINGX_TYPE_FLOAT: {
-        float x, y, r;
-        memcpy(&x, a, sizeof x);
-        memcpy(&y, b, sizeof y);
-        r = ref_float(x, y, op);
-        memcpy(d, &r, sizeof r);
-        break;
-    }
-    case RINGX_TYPE_DOUBLE: {
-        double x, y, r;
-        memcpy(&x, a, sizeof x);
-        memcpy(&y, b, sizeof y);
-        r = ref_double(x, y, op);
-        memcpy(d, &r, sizeof r);
-        break;
-    }
+    case RINGX_TYPE_FLOAT:     ref_float_element(d, a, b, op); break;
+    case RINGX_TYPE_DOUBLE:    ref_double_element(d, a, b, op); break;
+    case RINGX_TYPE_FLOAT16:   ref_half_element(d, a, b, op); break;
     case RINGX_TYPE_CFLOAT:    ref_cfloat(d, a, b, op); break;
     case RINGX_TYPE_CDOUBLE:   ref_cdouble(d, a, b, op); break;
     case RINGX_TYPE_BOOL:      ref_bool(d, a, b, op); break;
@@ -337,9 +355,19 @@ static int double_same(double x, double y)
     return memcmp(&x, &y, sizeof x) == 0 || (isnan(x) && isnan(y));
 }
 
+static int half_same(const void *p, const void *q)
+{
+    uint16_t x, y;
+    memcpy(&x, p, sizeof x);
+    memcpy(&y, q, sizeof y);
+    return x == y || (isnan(ringx_half_to_float(x)) && isnan(ringx_half_to_float(y)));
+}
+
 static int element_same(const void *p, const void *q, ringx_type_t t)
 {
     switch (t) {
+    case RINGX_TYPE_FLOAT16:
+        return half_same(p, q);
     case RINGX_TYPE_FLOAT:
     case RINGX_TYPE_CFLOAT: {
         float x[2], y[2];
@@ -525,9 +553,9 @@ START_TEST(test_all_valid_pairs)
             check_separate(t, op, test_counts[k], 0, 0, 0);
         checked++;
     }
-    /* 8 integer types x 10 ops, 2 x 4 floating, 2 x 2 complex, bool x 3,
+    /* 8 integer types x 10 ops, 3 x 4 floating, 2 x 2 complex, bool x 3,
      * byte x 3, 2 x 2 pairs. */
-    ck_assert_uint_eq(checked, 80 + 8 + 4 + 3 + 3 + 4);
+    ck_assert_uint_eq(checked, 80 + 12 + 4 + 3 + 3 + 4);
 }
 END_TEST
 
@@ -580,7 +608,7 @@ START_TEST(test_invalid_pairs_leave_dst)
         check_invalid(t, op, 17);
         checked++;
     }
-    ck_assert_uint_eq(checked, RINGX_TYPE_COUNT * RINGX_OP_COUNT - 102);
+    ck_assert_uint_eq(checked, RINGX_TYPE_COUNT * RINGX_OP_COUNT - 106);
     check_invalid(RINGX_TYPE_BOOL, RINGX_OP_SUM, 1000);
     check_invalid(RINGX_TYPE_FLOAT, RINGX_OP_BAND, 1000);
 }
@@ -700,6 +728,201 @@ START_TEST(test_loc_ties_keep_smaller_index)
 }
 END_TEST
 
+/* ---- many inputs: ringx_host_reduce_all ------------------------------- */
+
+#define MAX_INPUTS 8
+
+/* Types and ops that do not accumulate wide: the chain of pairwise
+ * reductions, left to right, bit for bit. */
+START_TEST(test_reduce_all_matches_the_pairwise_chain)
+{
+    static unsigned char in[MAX_INPUTS][MAX_N * MAX_ELEM], got[MAX_N * MAX_ELEM],
+        want[MAX_N * MAX_ELEM];
+    const void *ptrs[MAX_INPUTS];
+
+    FOR_EACH_PAIR(t, op) {
+        int wide = (op == RINGX_OP_SUM || op == RINGX_OP_PROD) &&
+                   (t == RINGX_TYPE_FLOAT || t == RINGX_TYPE_CFLOAT || t == RINGX_TYPE_FLOAT16);
+        if (!ringx_op_valid(op, t) || wide)
+            continue;
+        for (int k = 1; k <= MAX_INPUTS; k++) {
+            lcg_seed(pair_seed(t, op, (size_t)k));
+            for (int j = 0; j < k; j++) {
+                random_fill(in[j], 300, t);
+                ptrs[j] = in[j];
+            }
+            memcpy(want, in[0], 300 * ringx_type_size(t));
+            for (int j = 1; j < k; j++)
+                ref_reduce(want, want, in[j], 300, t, op);
+            ringx_host_reduce_all(got, ptrs, k, 300, t, op);
+            assert_same_elements(got, want, 300, t, op, "reduce_all");
+        }
+    }
+}
+END_TEST
+
+/* The correctly rounded product i^k of k inputs i: exact in uint64_t,
+ * rounded once by the conversion. */
+static float rounded_power(unsigned i, int k)
+{
+    uint64_t p = 1;
+    for (int j = 0; j < k; j++)
+        p *= i;
+    return (float)p;
+}
+
+/* Every rank's input i at index i: PROD over 5 and 8 ranks rounds once. */
+START_TEST(test_reduce_all_float_prod_rounds_once)
+{
+    enum { N = 100 };
+    static float in[MAX_INPUTS][N], got[N];
+    const void *ptrs[MAX_INPUTS];
+    static const int ks[] = { 5, 8 };
+
+    for (int j = 0; j < MAX_INPUTS; j++) {
+        for (int i = 0; i < N; i++)
+            in[j][i] = (float)(i + 1);
+        ptrs[j] = in[j];
+    }
+    for (size_t c = 0; c < sizeof ks / sizeof ks[0]; c++) {
+        int k = ks[c], chain_differs = 0;
+        ringx_host_reduce_all(got, ptrs, k, N, RINGX_TYPE_FLOAT, RINGX_OP_PROD);
+        for (int i = 0; i < N; i++) {
+            float chain = in[0][i];
+            for (int j = 1; j < k; j++)
+                chain *= in[j][i];
+            chain_differs += chain != rounded_power((unsigned)i + 1, k);
+            ck_assert_msg(got[i] == rounded_power((unsigned)i + 1, k),
+                          "k=%d: %u^%d = %.9g, want %.9g", k, i + 1, k, got[i],
+                          rounded_power((unsigned)i + 1, k));
+        }
+        /* The left-to-right product rounds at every step and misses some:
+         * the case is one where the accumulation matters. */
+        ck_assert_int_gt(chain_differs, 0);
+    }
+}
+END_TEST
+
+/* Sums of k values whose exact sum a double holds: the result is that sum
+ * rounded once (complex: each part). */
+START_TEST(test_reduce_all_float_and_complex_sums_round_once)
+{
+    enum { N = 999 };
+    static float in[MAX_INPUTS][2 * N], got[2 * N];
+    const void *ptrs[MAX_INPUTS];
+
+    for (int k = 2; k <= MAX_INPUTS; k++) {
+        lcg_seed(0xF1047 + (uint64_t)k);
+        for (int j = 0; j < k; j++) {
+            for (int i = 0; i < 2 * N; i++)      /* bits 2^-30 .. 2^12: sums exact in double */
+                in[j][i] = (float)ldexp((double)lcg_range(-(1 << 23), 1 << 23), lcg_range(-30, -11));
+            ptrs[j] = in[j];
+        }
+        ringx_host_reduce_all(got, ptrs, k, N, RINGX_TYPE_FLOAT, RINGX_OP_SUM);
+        for (int i = 0; i < N; i++) {
+            double exact = 0;
+            for (int j = 0; j < k; j++)
+                exact += in[j][i];
+            ck_assert_msg(got[i] == (float)exact, "float sum k=%d i=%d", k, i);
+        }
+        ringx_host_reduce_all(got, ptrs, k, N, RINGX_TYPE_CFLOAT, RINGX_OP_SUM);
+        for (int i = 0; i < 2 * N; i++) {
+            double exact = 0;
+            for (int j = 0; j < k; j++)
+                exact += in[j][i];
+            ck_assert_msg(got[i] == (float)exact, "cfloat sum k=%d part %d", k, i);
+        }
+    }
+}
+END_TEST
+
+/* Complex products of Gaussian integers: exact in double, rounded once. */
+START_TEST(test_reduce_all_complex_prod_rounds_once)
+{
+    enum { N = 200, K = 5 };
+    static float in[K][2 * N], got[2 * N];
+    const void *ptrs[K];
+
+    lcg_seed(0xC0FFEE);
+    for (int j = 0; j < K; j++) {
+        for (int i = 0; i < 2 * N; i++)
+            in[j][i] = (float)lcg_range(-900, 900);
+        ptrs[j] = in[j];
+    }
+    ringx_host_reduce_all(got, ptrs, K, N, RINGX_TYPE_CFLOAT, RINGX_OP_PROD);
+    for (int i = 0; i < N; i++) {
+        int64_t re = (int64_t)in[0][2 * i], im = (int64_t)in[0][2 * i + 1];
+        for (int j = 1; j < K; j++) {
+            int64_t xr = (int64_t)in[j][2 * i], xi = (int64_t)in[j][2 * i + 1];
+            int64_t r = re * xr - im * xi;
+            im = re * xi + im * xr;
+            re = r;
+        }
+        ck_assert_msg(got[2 * i] == (float)re && got[2 * i + 1] == (float)im,
+                      "cfloat prod %d: (%g, %g) want (%g, %g)", i, got[2 * i], got[2 * i + 1],
+                      (float)re, (float)im);
+    }
+}
+END_TEST
+
+/* float16 sums and products of up to 4 halves (exact in double), rounded
+ * once by the compiler's double to _Float16 conversion; and a sum whose
+ * rounding through float to half would land on a tie and go wrong. */
+START_TEST(test_reduce_all_half_rounds_once)
+{
+    enum { N = 1000 };
+    static _Float16 in[4][N], got[N];
+    const void *ptrs[4];
+    static const ringx_op_t ops[] = { RINGX_OP_SUM, RINGX_OP_PROD };
+
+    for (int k = 2; k <= 4; k++) {
+        for (size_t o = 0; o < 2; o++) {
+            lcg_seed(0x4A1F + (uint64_t)k * 2 + o);
+            for (int j = 0; j < k; j++) {
+                for (int i = 0; i < N; i++)
+                    in[j][i] = (_Float16)ldexp(lcg_range(-2047, 2047), lcg_range(-14, -6));
+                ptrs[j] = in[j];
+            }
+            ringx_host_reduce_all(got, ptrs, k, N, RINGX_TYPE_FLOAT16, ops[o]);
+            for (int i = 0; i < N; i++) {
+                double exact = (double)in[0][i];
+                for (int j = 1; j < k; j++)
+                    exact = ops[o] == RINGX_OP_SUM ? exact + (double)in[j][i]
+                                                   : exact * (double)in[j][i];
+                _Float16 want = (_Float16)exact;
+                ck_assert_msg(half_same(&got[i], &want), "float16 %s k=%d i=%d: %g want %g",
+                              ringx_op_name(ops[o]), k, i, (double)got[i], (double)want);
+            }
+        }
+    }
+
+    /* 1 + 2^-11 is the tie between 1 and 1 + 2^-10; 2^-24 more rounds up.
+     * In float the sum is itself a tie that goes to 1 + 2^-11. */
+    _Float16 a = 1, b = (_Float16)0x1p-11, c = (_Float16)0x1p-24, r;
+    const void *abc[3] = { &a, &b, &c };
+    ringx_host_reduce_all(&r, abc, 3, 1, RINGX_TYPE_FLOAT16, RINGX_OP_SUM);
+    ck_assert_msg((double)r == 1 + 0x1p-10, "1 + 2^-11 + 2^-24 gave %a", (double)r);
+}
+END_TEST
+
+/* dst may be the first input; n = 0 writes nothing. */
+START_TEST(test_reduce_all_in_place_and_empty)
+{
+    float x[300], y[300], want[300];
+    const void *ptrs[2] = { x, y };
+
+    for (int i = 0; i < 300; i++) {
+        x[i] = (float)i / 8;
+        y[i] = (float)(300 - i) * 3;
+        want[i] = x[i] + y[i];
+    }
+    ringx_host_reduce_all(x, ptrs, 2, 300, RINGX_TYPE_FLOAT, RINGX_OP_SUM);
+    ck_assert(memcmp(x, want, sizeof x) == 0);
+    ringx_host_reduce_all(NULL, ptrs, 2, 0, RINGX_TYPE_FLOAT, RINGX_OP_SUM);
+    ringx_host_reduce_all(NULL, ptrs, 2, 0, RINGX_TYPE_INT32, RINGX_OP_SUM);
+}
+END_TEST
+
 static Suite *host_reduce_suite(void)
 {
     Suite *s = suite_create("host_reduce");
@@ -711,6 +934,12 @@ static Suite *host_reduce_suite(void)
     tcase_add_test(values, test_integer_wraparound);
     tcase_add_test(values, test_signedness_and_logic);
     tcase_add_test(values, test_loc_ties_keep_smaller_index);
+    tcase_add_test(values, test_reduce_all_matches_the_pairwise_chain);
+    tcase_add_test(values, test_reduce_all_float_prod_rounds_once);
+    tcase_add_test(values, test_reduce_all_float_and_complex_sums_round_once);
+    tcase_add_test(values, test_reduce_all_complex_prod_rounds_once);
+    tcase_add_test(values, test_reduce_all_half_rounds_once);
+    tcase_add_test(memory, test_reduce_all_in_place_and_empty);
     tcase_add_test(memory, test_n_zero_writes_nothing);
     tcase_add_test(memory, test_misaligned_starts);
     tcase_add_test(memory, test_aliasing);

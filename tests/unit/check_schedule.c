@@ -516,6 +516,7 @@ START_TEST(names_are_the_pvar_and_mca_spellings)
     ck_assert_str_eq(ringx_alg_name(RINGX_ALG_RECURSIVE_HALVING), "recursive_halving");
     ck_assert_str_eq(ringx_fallback_name(RINGX_FALLBACK_DATATYPE), "datatype");
     ck_assert_str_eq(ringx_fallback_name(RINGX_FALLBACK_TRANSPORT), "transport");
+    ck_assert_str_eq(ringx_fallback_name(RINGX_FALLBACK_COMMUNICATOR), "communicator");
     ck_assert_str_eq(ringx_coll_name(RINGX_COLL_COUNT), "?");
     ck_assert_int_eq(ringx_coll_by_name("bcast"), RINGX_COLL_COUNT);
 }

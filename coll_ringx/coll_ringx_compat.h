@@ -1,0 +1,67 @@
+/*
+ * coll_ringx_compat.h - what differs between the Open MPI series ringx
+ * builds against (4.1 and 5.0), in one place.  Every other file uses the
+ * names defined here and no version test of its own.
+ *
+ *                        4.x                      5.0
+ *  coll interface        2.0.0 / module 2.3.0     2.4.0 / module 2.4.0
+ *  communicator id       ompi_comm_get_cid:       ompi_comm_get_local_cid: the
+ *                        the same on every        same on every member only
+ *                        member                   where OMPI_COMM_IS_GLOBAL_INDEX
+ *                                                 holds (not for communicators
+ *                                                 made from groups or sessions)
+ *  collective slots      ...reduce_local          ...reduce_local, agree, iagree
+ *                                                 (with fault tolerance, ULFM)
+ *  default selection     self, inter, tuned,      the same, plus ftagree (agree),
+ *                        basic, libnbc            han and sm are above tuned
+ *
+ * Included by coll_ringx.h after Open MPI's headers.
+ */
+#ifndef MCA_COLL_RINGX_COMPAT_H
+#define MCA_COLL_RINGX_COMPAT_H
+
+#include <stdint.h>
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+
+#if OMPI_MAJOR_VERSION == 4
+
+#define RINGX_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_0_0
+#define RINGX_COLL_API_MINOR 0
+#define RINGX_DEFAULT_FILL "self,inter,tuned,basic,libnbc"
+#define RINGX_VERSION_SLOTS(SLOT)
+#define ringx_comm_local_id(comm) ompi_comm_get_cid(comm)
+#define ringx_comm_id_is_common(comm) 1
+
+#elif OMPI_MAJOR_VERSION == 5
+
+#define RINGX_COLL_BASE_VERSION MCA_COLL_BASE_VERSION_2_4_0
+#define RINGX_COLL_API_MINOR 4
+#if OPAL_ENABLE_FT_MPI
+#define RINGX_DEFAULT_FILL "self,inter,tuned,basic,libnbc,ftagree"
+#define RINGX_VERSION_SLOTS(SLOT) SLOT(agree, 0), SLOT(iagree, 0),
+#else
+#define RINGX_DEFAULT_FILL "self,inter,tuned,basic,libnbc"
+#define RINGX_VERSION_SLOTS(SLOT)
+#endif
+#define ringx_comm_local_id(comm) ompi_comm_get_local_cid(comm)
+#define ringx_comm_id_is_common(comm) OMPI_COMM_IS_GLOBAL_INDEX(comm)
+
+#else
+#error "ringx builds against Open MPI 4.x (coll interface 2.0.0) and 5.0 (2.4.0)"
+#endif
+
+/* The coll interface is 2.<minor>.0 in both series. */
+#define RINGX_COLL_API_MAJOR 2
+#define RINGX_COLL_API_RELEASE 0
+
+/* A communicator id that is the same on every member and on no other live
+ * communicator of this process; 0 where the members have none. */
+static inline int ringx_comm_common_id(struct ompi_communicator_t *comm, uint32_t *id)
+{
+    *id = ringx_comm_local_id(comm);
+    return ringx_comm_id_is_common(comm) ? 1 : 0;
+}
+
+#endif /* MCA_COLL_RINGX_COMPAT_H */
