@@ -38,6 +38,6 @@ main.sh: done.
   data:  $out.csv
   plot:  $out.png
 To use ringx in your own runs (check it with --mca coll_ringx_verbose 1):
-$env_lines
+$(echo "$env_lines" | sed "s/^/  /")
   mpirun ${run_flags[*]:+${run_flags[*]} }-np $np ./your_program
 EOT
