@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds ringx out of tree in _build (extra arguments go to
-# configure).  Used by test.sh and main.sh.  Where install-deps.sh fetched
+# Configures and builds ringx out of tree in _build, or RINGX_BUILD_DIR
+# (relative to the top of the tree; extra arguments go to configure).  Used
+# by test.sh and main.sh.  Where install-deps.sh fetched
 # the Open MPI source for headers the installed ones lack, configure gets
 # it as --with-ompi-src.
 set -euo pipefail
@@ -16,7 +17,8 @@ extra=()
 if [ -d "$top/_deps/openmpi-src" ]; then
     extra+=(--with-ompi-src="$top/_deps/openmpi-src")
 fi
-mkdir -p _build
-cd _build
-../configure "${extra[@]}" "$@"
+build=${RINGX_BUILD_DIR:-_build}
+mkdir -p "$build"
+cd "$build"
+"$top/configure" "${extra[@]}" "$@"
 make -j"$(nproc)"

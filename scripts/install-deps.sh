@@ -15,22 +15,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 packages=(build-essential autoconf automake libtool pkg-config
           libopenmpi-dev openmpi-bin libucx-dev check valgrind gnuplot-nox dpkg-dev)
 
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then
-        "$@"
-    elif command -v sudo >/dev/null 2>&1; then
-        sudo "$@"
-    else
-        echo "install-deps: need root for: $*" >&2
-        echo "install-deps: no sudo here; as root, run:" >&2
-        echo "    $*" >&2
-        echo "install-deps: then run this script again" >&2
-        exit 1
-    fi
-}
-
 install_packages() {
-    local missing=()
+    local missing=() sudo=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
             missing+=("$p")
@@ -39,9 +25,19 @@ install_packages() {
         echo "install-deps: all packages present"
         return
     fi
+    if [ "$(id -u)" -ne 0 ]; then
+        if ! command -v sudo >/dev/null 2>&1; then
+            echo "install-deps: missing packages: ${missing[*]}" >&2
+            echo "install-deps: installing them needs root, and there is no sudo here; as root, run:" >&2
+            echo "    apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+            echo "install-deps: then run $0 again" >&2
+            exit 1
+        fi
+        sudo=(sudo)
+    fi
     echo "install-deps: installing ${missing[*]}"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${sudo[@]}" apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         "${missing[@]}"
 }
 
@@ -81,13 +77,15 @@ fetch_ompi_source() {
     echo "install-deps: the installed Open MPI devel headers are incomplete;" \
          "fetching $src_pkg $version's source (apt-get source) for the missing ones"
     mkdir -p "$deps"
-    mapfile -t opts < <(private_apt_options "$deps/apt")
+    private_apt_options "$deps/apt" > "$deps/apt/options"
+    mapfile -t opts < "$deps/apt/options"
     # A repository without sources (a vendor's) only costs a warning.
     apt-get "${opts[@]}" update -qq || echo "install-deps: warning: some source indexes are missing"
     rm -rf "$deps/openmpi-src" "$deps/source"
     mkdir -p "$deps/source"
     (cd "$deps/source" && apt-get "${opts[@]}" source -qq "$src_pkg=$version")
-    ln -s "$(find "$deps/source" -mindepth 1 -maxdepth 1 -type d | head -n 1)" "$deps/openmpi-src"
+    ln -s "source/$(cd "$deps/source" && find . -mindepth 1 -maxdepth 1 -type d | head -n 1)" \
+        "$deps/openmpi-src"
     echo "$version" > "$deps/openmpi-src/.ringx-version"
     echo "install-deps: Open MPI source in $deps/openmpi-src (configure --with-ompi-src)"
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs the packages, builds
 # ringx with warnings as errors and runs `make check` (unit tests, then the
-# MPI tests under mpirun at 1 to 8 ranks) against this machine's Open MPI;
-# then, on a Debian 12 machine as root, the same again against Open MPI 5.0
-# in a Debian 13 chroot (scripts/debian13.sh), else it says why not (SKIP).
+# MPI tests under mpirun at 1 to 8 ranks) against this machine's Open MPI,
+# with CUDA where the toolkit is installed; then builds it without CUDA too
+# and runs the unit tests of that build.  Then, on a Debian 12 machine as
+# root, the same again against Open MPI 5.0 in a Debian 13 chroot
+# (scripts/debian13.sh), else it says why not (SKIP).
 #
 #   scripts/test.sh [--only host|debian13]
 #
@@ -52,6 +54,32 @@ run_host() {
         exit 1
     fi
     echo "test.sh: all tests passed against Open MPI $(ompi_version)"
+    build_without_cuda
+}
+
+# The build without CUDA (the suite above ran with it where the toolkit is
+# installed): warnings as errors, and its unit tests.
+build_without_cuda() {
+    local unit="tests/unit/check_schedule tests/unit/check_reduce tests/unit/check_memtype"
+    if ! grep -q '^#define RINGX_HAVE_CUDA\|-DRINGX_HAVE_CUDA=1' "$top/_build/Makefile"; then
+        echo "test.sh: the suite above ran on a build without CUDA (no CUDA toolkit here)"
+        return
+    fi
+    echo "test.sh: building without CUDA (_build-nocuda) and running its unit tests"
+    mkdir -p "$top/_build-nocuda"
+    RINGX_BUILD_DIR=_build-nocuda "$top/scripts/build.sh" --enable-werror --without-cuda \
+        > "$top/_build-nocuda/build.log" 2>&1 || {
+        tail -n 40 "$top/_build-nocuda/build.log" >&2
+        echo "test.sh: FAILED: the build without CUDA" >&2
+        exit 1
+    }
+    grep 'GPU support' "$top/_build-nocuda/build.log" || true
+    make -C "$top/_build-nocuda" check TESTS="$unit" >/dev/null || {
+        tail -n 40 "$top"/_build-nocuda/tests/unit/*.log >&2
+        echo "test.sh: FAILED: unit tests of the build without CUDA" >&2
+        exit 1
+    }
+    echo "test.sh: the build without CUDA passed its unit tests against Open MPI $(ompi_version)"
 }
 
 # Whether the chroot run makes sense here: it adds Open MPI 5.0 where the
