@@ -7,12 +7,14 @@
 
 #include "ompi_config.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
 #include "opal/util/output.h"
 
 #include "coll_ringx_compat.h"
@@ -20,16 +22,13 @@
 #include "coll_ringx_decision.h"
 #include "coll_ringx_ucx.h"
 #include "coll_ringx_mem.h"
+#include "coll_ringx_sched.h"
 
 #define RINGX_EXPORT __attribute__((visibility("default")))
 
 BEGIN_C_DECLS
 
 /* ------------------------------------------------------------ component */
-
-/* Receives in flight per walk: a fixed bound keeps per-call state on the
- * stack instead of the heap. */
-#define RINGX_MAX_PIPELINE_DEPTH 16
 
 typedef struct mca_coll_ringx_component_t {
     mca_coll_base_component_t super;
@@ -82,6 +81,7 @@ typedef struct ringx_counters {
     unsigned long long on_device[RINGX_COLL_COUNT];   /* calls on device memory */
     unsigned long long staged[RINGX_COLL_COUNT];      /* calls through bounce buffers */
     unsigned long long mailbox[RINGX_COLL_COUNT];     /* calls with mailbox messages */
+    unsigned long long nonblocking[RINGX_COLL_COUNT]; /* nonblocking calls served */
 } ringx_counters_t;
 
 extern ringx_counters_t mca_coll_ringx_counters;
@@ -96,6 +96,7 @@ static inline void ringx_count(unsigned long long *counter, unsigned long long n
 /* What ringx knows about its communicator once it first serves a call. */
 typedef enum ringx_comm_state {
     RINGX_COMM_UNCONNECTED,   /* no call served yet: peers unknown */
+    RINGX_COMM_CONNECTING,    /* learning the peers (coll_ringx_connect.c) */
     RINGX_COMM_READY,         /* peers known, every rank has UCX */
     RINGX_COMM_NO_TRANSPORT,  /* some rank has no UCX: fallback for good */
     RINGX_COMM_NO_COMMON_ID   /* no id common to the members for ringx's tags: the same */
@@ -104,11 +105,23 @@ typedef enum ringx_comm_state {
 /* Handshake receives a module may keep waiting for their message. */
 #define RINGX_MAX_PARKED 32
 
-/* A grow-only scratch buffer kept by the module between calls. */
+typedef struct ringx_request ringx_request_t;    /* coll_ringx_request.c */
+
+/* A grow-only scratch buffer kept between calls. */
 typedef struct ringx_scratch {
     void *ptr;
     size_t size;
 } ringx_scratch_t;
+
+/* What the host backend hands out (coll_ringx_mem.c): the module's, for
+ * its blocking calls, or a request's own. */
+struct ringx_scratch_set {
+    ringx_scratch_t segments;       /* pipeline receive slots */
+    ringx_scratch_t blocks;         /* partial results, Bruck's rotation */
+    ringx_scratch_t bounce;         /* staging of host buffers (testing) */
+};
+
+void ringx_scratch_set_free(ringx_scratch_set_t *s);
 
 /* Mailboxes (coll_ringx_mailbox.c): communicators with a context id below
  * RINGX_MAILBOX_COMMS, exchange steps below RINGX_MAILBOX_STEPS (twice
@@ -140,23 +153,34 @@ typedef struct mca_coll_ringx_module_t {
     mca_coll_base_module_t *prev_allgather_module;
     mca_coll_base_module_reduce_scatter_block_fn_t prev_reduce_scatter_block;
     mca_coll_base_module_t *prev_reduce_scatter_block_module;
+    mca_coll_base_module_iallreduce_fn_t prev_iallreduce;
+    mca_coll_base_module_t *prev_iallreduce_module;
+    mca_coll_base_module_iallgather_fn_t prev_iallgather;
+    mca_coll_base_module_t *prev_iallgather_module;
+    mca_coll_base_module_ireduce_scatter_block_fn_t prev_ireduce_scatter_block;
+    mca_coll_base_module_t *prev_ireduce_scatter_block_module;
 
     /* per-communicator transport state */
+    struct ompi_communicator_t *comm;     /* the module's communicator (not retained) */
     ringx_comm_state_t state;
     int rank;
     int size;
     uint32_t comm_id;                     /* Open MPI's context id: same on all members */
     bool comm_id_common;                  /* ... unless false (coll_ringx_compat.h) */
-    uint32_t seq;                         /* ringx calls served so far */
+    uint32_t seq;                         /* ringx calls served so far (message tags) */
+    uint32_t mailbox_seq;                 /* of them, calls numbered for the mailboxes */
     ringx_peer_t **peers;                 /* by rank; NULL for self */
     ringx_mailbox_t mailbox;              /* small messages on this node */
     uint64_t direct_calls;                /* calls that read peers' buffers directly */
     ringx_req_t parked[RINGX_MAX_PARKED]; /* handshake receives not yet matched */
     int nparked;
+    pthread_mutex_t parked_lock;          /* blocking calls and request progress park */
+    struct ringx_connect *connect;        /* while CONNECTING */
+    pthread_mutex_t connect_lock;         /* whoever advances the connection */
+    struct mca_coll_ringx_module_t *next_connecting;   /* coll_ringx_request.c */
+    ringx_request_t *deferred_head, *deferred_tail;    /* calls waiting for the connection */
 
-    ringx_scratch_t segments;             /* pipeline receive slots */
-    ringx_scratch_t blocks;               /* reduce_scatter_block partial results */
-    ringx_scratch_t bounce;               /* staging of host buffers (testing) */
+    ringx_scratch_set_t scratch;          /* of the blocking calls */
     ringx_scratch_t inputs;               /* pointers to every rank's input (outboxes) */
     void *gpu;                            /* the CUDA backend's state (coll_ringx_cuda.c) */
 } mca_coll_ringx_module_t;
@@ -166,11 +190,16 @@ OBJ_CLASS_DECLARATION(mca_coll_ringx_module_t);
 mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *comm,
                                                   int *priority);
 
-/* Makes the module ready to serve (first call: agrees on an id and learns
- * the peers' addresses through the fallback collectives).  Returns
- * OMPI_SUCCESS with m->state READY, NO_TRANSPORT or NO_COMMON_ID, or an
- * error. */
+/* Makes the module ready to serve (first call: learns the peers through
+ * the previous component's nonblocking collectives; coll_ringx_connect.c).
+ * ringx_module_connect waits: OMPI_SUCCESS with m->state READY,
+ * NO_TRANSPORT or NO_COMMON_ID, or an error.  A nonblocking call starts
+ * the connection and leaves it to progress (RINGX_DONE, RINGX_PENDING or
+ * an error). */
+typedef struct ringx_connect ringx_connect_t;
 int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
+int ringx_connect_start(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
+int ringx_connect_progress(mca_coll_ringx_module_t *m);
 
 void *ringx_scratch_get(ringx_scratch_t *s, size_t size);
 
@@ -208,12 +237,6 @@ void ringx_fill_close(void);
  * otherwise they answer a ringx_fallback_t reason. */
 #define RINGX_SERVE (-1)
 
-/* A reduction ringx can perform itself. */
-typedef struct ringx_reduction {
-    ringx_type_t type;
-    ringx_op_t op;
-} ringx_reduction_t;
-
 /* Maps (dtype, op) to a reduction ringx performs itself: RINGX_SERVE, or
  * the fallback reason (datatype or op) when it cannot. */
 int ringx_classify_reduction(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
@@ -233,64 +256,159 @@ int ringx_classify_contiguous(struct ompi_datatype_t *dtype, int count,
  * the call must return.
  */
 int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
-                ringx_coll_t coll, int buffers, int *rc);
+                ringx_coll_t coll, int buffers, int blocking, int *rc);
 
-/* Chooses the algorithm for a call ringx serves (honouring the
- * collective's algorithm variable), runs it through run (which gets call
- * back), counts the call under the algorithm that ran and logs the choice.
- * bytes is the size of the whole result (allgather) or input (reductions).
- * If the choice is direct reads and they decline the call (some rank's
- * buffer cannot be read; for allreduce: no outboxes), chooses again
- * without them, the same way on every rank, and runs that.  Returns run's
- * result. */
-int ringx_run_choice(mca_coll_ringx_module_t *m, ringx_coll_t coll, size_t bytes,
-                     int (*run)(void *call, ringx_alg_t alg), void *call);
+/* Why m serves no call once its connection is over; counts and logs a
+ * call handed on for reason. */
+int ringx_module_fallback_reason(const mca_coll_ringx_module_t *m);
+void ringx_count_fallback(mca_coll_ringx_module_t *m, ringx_coll_t coll, int reason,
+                          int blocking);
 
-/* --------------------------------------------------------------- ring */
+/* ---------------------------------------------------------------- calls */
 
 /*
- * One ring walk (see ringx_schedule.h): nsteps steps over the p blocks of
- * count elements; the first reduce_steps steps receive into scratch slots
- * and reduce, the rest receive straight into place.  The collective says
- * where each block is read from and written to.
+ * One call of a collective that ringx serves: its buffers as ringx sees
+ * them, its memory and its schedule.  On the stack of a blocking call, in
+ * the request of a nonblocking one (coll_ringx_request.c).
+ *
+ *   allreduce             input: sbuf (rbuf in place), count elements;
+ *   allgather             input: this rank's block, count elements per rank;
+ *   reduce_scatter_block  input: all p blocks (rbuf in place), count per rank.
  */
-typedef struct ringx_ring ringx_ring_t;
-
-typedef struct ringx_ring_recv_target {
-    char *direct;              /* receive straight here, or NULL to reduce: */
-    char *reduce_dst;          /*   reduce_dst = reduce_local op received */
-    const char *reduce_local;
-    int dst_read_by_prev_send; /* reduce_dst is the source of step t-1's send */
-} ringx_ring_recv_target_t;
-
-struct ringx_ring {
-    mca_coll_ringx_module_t *module;
-    ringx_mem_t *mem;
-    int nsteps;
-    int reduce_steps;
-    int shift;
-    size_t count;              /* elements in all p blocks together */
+typedef struct ringx_call {
+    mca_coll_ringx_module_t *m;
+    ringx_coll_t coll;
+    ringx_mem_t mem;
+    const char *input;
+    char *result;
+    int in_place;
+    size_t count;
     size_t elem_size;
     ringx_reduction_t red;
-    void *ctx;                 /* the collective's own state */
-    const char *(*send_block)(const ringx_ring_t *ring, int step, int block);
-    void (*recv_block)(const ringx_ring_t *ring, int step, int block,
-                       ringx_ring_recv_target_t *target);
-    size_t bytes_sent;
+    int blocking;               /* mailboxes and outboxes allowed */
+    ringx_sched_t sched;
+} ringx_call_t;
+
+/* An algorithm of a collective: how it builds its resumable schedule, or,
+ * for those not resumable yet (direct reads), how a blocking call runs it
+ * to the end (RINGX_DIRECT_DECLINED when some rank declines). */
+typedef struct ringx_alg_impl {
+    ringx_alg_t alg;
+    int (*build)(ringx_call_t *c, ringx_alg_t alg);
+    int (*run)(ringx_call_t *c);
+} ringx_alg_impl_t;
+
+/* Prepares c for a call of coll on m: no buffers, no schedule yet. */
+void ringx_call_init(ringx_call_t *c, mca_coll_ringx_module_t *m, ringx_coll_t coll,
+                     int blocking);
+
+/* Classifies a reduction's call (allreduce, reduce_scatter_block; count
+ * per rank for the latter) and fills c; RINGX_SERVE or the fallback
+ * reason. */
+int ringx_call_prepare_reduction(ringx_call_t *c, mca_coll_ringx_module_t *m, ringx_coll_t coll,
+                                 const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 int blocking);
+
+/* The algorithms of each collective (one table per collective file). */
+extern const ringx_alg_impl_t ringx_allreduce_algs[];
+extern const ringx_alg_impl_t ringx_allgather_algs[];
+extern const ringx_alg_impl_t ringx_reduce_scatter_block_algs[];
+
+/* Whether every algorithm coll_ringx_decision.c names has an
+ * implementation; logs the missing ones (component open). */
+int ringx_algs_complete(void);
+
+/* The whole buffer of a call, as the choice sees it: the result of an
+ * allgather, the input of the reductions. */
+size_t ringx_call_bytes(const ringx_call_t *c);
+
+/*
+ * Serves a blocking call: chooses the algorithm (honouring the
+ * collective's algorithm variable), builds and runs its schedule (or runs
+ * it), counts the call under the algorithm that ran and logs the choice.
+ * If the choice is direct reads and they decline the call (some rank's
+ * buffer cannot be read; for allreduce: no outboxes), chooses again
+ * without them, the same way on every rank, and runs that.
+ */
+int ringx_call_serve(ringx_call_t *c);
+
+/* The choice of a nonblocking call (message-based algorithms only),
+ * counted and logged, and its schedule built. */
+int ringx_call_build_nonblocking(ringx_call_t *c);
+
+/* ------------------------------------------------------------- requests */
+
+/*
+ * A nonblocking call (coll_ringx_request.c): an Open MPI request that
+ * carries its call, with scratch of its own, so that several calls can be
+ * under way on one communicator.  Started requests are advanced by Open
+ * MPI's progress engine (and by ringx's own waits) until they complete.
+ */
+/* The call's own arguments, for the previous component should the
+ * communicator's connection (which the call waited for) fail. */
+typedef struct ringx_request_args {
+    const void *sbuf;
+    void *rbuf;
+    int scount, rcount;
+    struct ompi_datatype_t *sdtype, *rdtype;
+    struct ompi_op_t *op;
+    int (*delegate)(ringx_request_t *req, ompi_request_t **prev);
+} ringx_request_args_t;
+
+struct ringx_request {
+    ompi_request_t super;
+    mca_coll_ringx_module_t *module;
+    struct ompi_communicator_t *comm;
+    ringx_scratch_set_t scratch;
+    struct ringx_request *next;     /* in the list of requests under way */
+    struct ringx_request *next_deferred;   /* waiting for the connection, in call order */
+    int status;                     /* the call's outcome, once complete */
+    int mpi_error;
+    ringx_request_args_t args;
+    int retained;                   /* args' datatypes and op retained */
+    ompi_request_t *prev;           /* the previous component's request, if handed on */
+    ringx_call_t call;
 };
 
-int ringx_ring_run(ringx_ring_t *ring);
+OBJ_CLASS_DECLARATION(ringx_request_t);
+
+/* A fresh request for a call on m, or NULL. */
+ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m);
+
+/* ringx_admit for a nonblocking call; a call ringx does not serve (the
+ * reason counted and logged) frees req. */
+int ringx_admit_nonblocking(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                            ringx_coll_t coll, int buffers, ringx_request_t *req, int *rc);
+
+/* Numbers req's call and chooses, builds and starts it, or, while the
+ * communicator connects, leaves that for when it is connected; sets
+ * *request.  args: the call as the previous component would take it. */
+int ringx_request_start(ringx_request_t *req, const ringx_request_args_t *args,
+                        ompi_request_t **request);
+
+/* Has ringx's progress advance m's connection until it is over; begins
+ * the calls that waited for it once it is over. */
+void ringx_requests_watch(mca_coll_ringx_module_t *m);
+void ringx_requests_connected(mca_coll_ringx_module_t *m);
+
+/* Drops ringx's progress callback (component close). */
+void ringx_requests_close(void);
 
 /* ------------------------------------------------------------ mailboxes */
 
 /* The window each process needs for coll_ringx_mailbox_bytes (0: none). */
 size_t ringx_mailbox_window_bytes(void);
 
-/* Sets up m's mailboxes from the peers' windows mapped here (by rank;
- * NULL where not mapped; windows NULL: none), or leaves them off;
- * collective over comm. */
+/* The mailboxes are agreed in one MIN reduction over this many ints:
+ * this rank's part (from the peers' windows mapped here, by rank; NULL
+ * where not mapped; windows NULL: none), then, with the reduced values,
+ * m's mailboxes set up or left off (coll_ringx_connect.c). */
+#define RINGX_MAILBOX_AGREE_INTS 4
+void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
+                               int local[RINGX_MAILBOX_AGREE_INTS]);
 int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
-                          char *const *windows);
+                          char *const *windows, const int global[RINGX_MAILBOX_AGREE_INTS]);
 void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m);
 
 /* Whether exchange step `step` of `bytes` goes through the mailboxes: the
@@ -305,10 +423,13 @@ static inline int ringx_mailbox_carries(const mca_coll_ringx_module_t *m, int st
 int ringx_mailbox_put(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int to, uint32_t seq,
                       int step, const void *buf, size_t len);
 
-/* Waits, progressing, for the data of (seq, step) in this rank's slot and
- * returns it (host memory, valid until the call returns). */
-const char *ringx_mailbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
-                               int step, unsigned *idle);
+/* The number of the next call that uses mailboxes or outboxes (the slots'
+ * parity and flags): blocking calls only, in the same order on every rank. */
+uint32_t ringx_mailbox_next_call(mca_coll_ringx_module_t *m);
+
+/* The data of (seq, step) in this rank's slot once it is there (host
+ * memory, valid until the call returns), else NULL. */
+const char *ringx_mailbox_arrived(mca_coll_ringx_module_t *m, uint32_t seq, int step);
 
 /* Copies received data into dst, in the call's memory. */
 int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len);
@@ -425,68 +546,6 @@ int ringx_direct_wait(ringx_direct_t *d, int rank);
  * reading this rank's buffer; returns rc or the first error. */
 int ringx_direct_close(ringx_direct_t *d, int rc);
 
-/* ------------------------------------------------------ exchange steps */
-
-/*
- * The log(p) algorithms are lists of exchange steps (coll_ringx_exchange.c):
- * each step sends send_bytes from send_buf to send_to and receives
- * recv_bytes from recv_from, either straight into recv_buf or, when
- * recv_buf is NULL, into scratch reduced as reduce_dst = reduce_local op
- * received.  A peer of -1 (or 0 bytes) means no send or no receive.
- */
-#define RINGX_XSCHED_MAX_STEPS 72
-
-typedef struct ringx_xstep {
-    int send_to;
-    const char *send_buf;
-    size_t send_bytes;
-    int recv_from;
-    char *recv_buf;
-    char *reduce_dst;
-    const char *reduce_local;
-    size_t recv_bytes;
-} ringx_xstep_t;
-
-typedef struct ringx_xsched {
-    mca_coll_ringx_module_t *module;
-    ringx_mem_t *mem;
-    ringx_coll_t coll;
-    ringx_reduction_t red;
-    size_t elem_size;
-    size_t total_bytes;        /* the call's whole buffer: same on every rank */
-    int nsteps;
-    ringx_xstep_t steps[RINGX_XSCHED_MAX_STEPS];
-    size_t bytes_sent;
-    char *copy_dst;            /* a local copy made once step 0 is under way */
-    const char *copy_src;
-    size_t copy_bytes;
-} ringx_xsched_t;
-
-/* Starts an empty schedule (only the header is set: the step array is
- * large and filled step by step). */
-void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
-                       ringx_coll_t coll, ringx_reduction_t red, size_t elem_size,
-                       size_t total_bytes);
-
-/* Appends a step that only sends, only receives, or both. */
-void ringx_xsched_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);
-void ringx_xsched_recv(ringx_xsched_t *s, int from, char *buf, size_t bytes);
-void ringx_xsched_reduce(ringx_xsched_t *s, int from, char *dst, const char *local,
-                         size_t bytes);
-/* Appends an empty step.  Steps are numbered alike on every rank (the
- * number is part of the message tags), so a rank with nothing to do at a
- * step still takes it. */
-void ringx_xsched_skip(ringx_xsched_t *s);
-/* Adds a send to the last step (the two halves of one exchange). */
-void ringx_xsched_also_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);
-
-/* A copy within this rank's memory that no transfer of step 0 touches (an
- * allgather's own block): made while step 0's messages travel, instead of
- * before them. */
-void ringx_xsched_local_copy(ringx_xsched_t *s, char *dst, const char *src, size_t bytes);
-
-int ringx_xsched_run(ringx_xsched_t *s);
-
 /* ------------------------------------------------------- collectives */
 
 int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
@@ -504,6 +563,22 @@ int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount
                                         struct ompi_op_t *op,
                                         struct ompi_communicator_t *comm,
                                         mca_coll_base_module_t *module);
+
+int mca_coll_ringx_iallreduce(const void *sbuf, void *rbuf, int count,
+                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                              struct ompi_communicator_t *comm, ompi_request_t **request,
+                              mca_coll_base_module_t *module);
+
+int mca_coll_ringx_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                              void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm, ompi_request_t **request,
+                              mca_coll_base_module_t *module);
+
+int mca_coll_ringx_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         struct ompi_communicator_t *comm,
+                                         ompi_request_t **request,
+                                         mca_coll_base_module_t *module);
 
 END_C_DECLS
 

@@ -24,48 +24,44 @@
  */
 #include "coll_ringx.h"
 
-typedef struct allgather_buffers {
-    const char *own;        /* this rank's contribution */
-    char *result;
-} allgather_buffers_t;
-
 static const char *allgather_send_block(const ringx_ring_t *ring, int step, int block)
 {
-    const allgather_buffers_t *b = ring->ctx;
-    return step == 0 ? b->own : b->result + ringx_block_bytes_offset(ring, block);
+    const ringx_ring_bufs_t *b = ring->ctx;
+    return step == 0 ? b->input : b->result + ringx_block_bytes_offset(ring, block);
 }
 
 static void allgather_recv_block(const ringx_ring_t *ring, int step, int block,
                                  ringx_ring_recv_target_t *target)
 {
-    const allgather_buffers_t *b = ring->ctx;
+    const ringx_ring_bufs_t *b = ring->ctx;
     target->direct = b->result + ringx_block_bytes_offset(ring, block);
 }
 
-static int allgather_ring(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *own,
-                          char *result, size_t block_count, size_t elem_size)
+/* The own block goes into place first: the ring sends it from the input. */
+static int build_ring(ringx_call_t *c, ringx_alg_t alg)
 {
-    allgather_buffers_t bufs = { own, result };
-    ringx_ring_t ring = {
+    ringx_sched_t *s = &c->sched;
+    mca_coll_ringx_module_t *m = c->m;
+    size_t block_bytes = c->count * c->elem_size;
+
+    (void)alg;
+    s->engine = RINGX_ENGINE_RING;
+    s->bufs = (ringx_ring_bufs_t){ c->input, c->result, { NULL, NULL } };
+    s->u.ring = (ringx_ring_t){
         .module = m,
-        .mem = mem,
+        .mem = &c->mem,
         .nsteps = m->size - 1,
         .reduce_steps = 0,
         .shift = 0,
-        .count = block_count * (size_t)m->size,
-        .elem_size = elem_size,
-        .ctx = &bufs,
+        .count = c->count * (size_t)m->size,
+        .elem_size = c->elem_size,
+        .ctx = &s->bufs,
         .send_block = allgather_send_block,
         .recv_block = allgather_recv_block,
     };
-    char *own_block = result + ringx_block_bytes_offset(&ring, m->rank);
-    int rc = ringx_mem_copy(mem, own_block, own, block_count * elem_size);
-
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_ring_run(&ring);
-    }
-    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER], ring.bytes_sent);
-    return rc;
+    ringx_sched_copy_before(s, c->result + (size_t)m->rank * block_bytes, c->input,
+                            block_bytes);
+    return OMPI_SUCCESS;
 }
 
 /*
@@ -121,45 +117,42 @@ static void neighbor_exchange_steps(ringx_xsched_t *s, const char *own, char *re
     }
 }
 
-static int allgather_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg_t alg,
-                         const char *own, char *result, size_t block_bytes, size_t elem_size)
+static int build_log(ringx_call_t *c, ringx_alg_t alg)
 {
-    ringx_xsched_t s;
-    size_t total = block_bytes * (size_t)m->size;
+    ringx_xsched_t *s = &c->sched.u.xs;
+    mca_coll_ringx_module_t *m = c->m;
+    size_t block_bytes = c->count * c->elem_size, total = block_bytes * (size_t)m->size;
     ringx_reduction_t none = { RINGX_TYPE_BYTE, RINGX_OP_BOR };     /* nothing is reduced */
-    char *own_block = result + (size_t)m->rank * block_bytes;
+    char *own_block = c->result + (size_t)m->rank * block_bytes;
     /* Bruck gathers rank, rank+1, .. from the start of a scratch buffer. */
     char *gathered = alg == RINGX_ALG_BRUCK
-                         ? ringx_mem_scratch(mem, RINGX_SCRATCH_BLOCKS, total + 1) : result;
-    int rc;
+                         ? ringx_mem_scratch(&c->mem, RINGX_SCRATCH_BLOCKS, total + 1)
+                         : c->result;
 
     if (gathered == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    ringx_xsched_init(&s, m, mem, RINGX_COLL_ALLGATHER, none, elem_size, total);
+    c->sched.engine = RINGX_ENGINE_EXCHANGE;
+    ringx_xsched_init(s, m, &c->mem, RINGX_COLL_ALLGATHER, none, c->elem_size, total);
+    s->mailboxes = c->blocking;
     /* Step 0 sends from the send buffer and receives elsewhere, so the own
      * block is copied into place while step 0 travels. */
     if (alg == RINGX_ALG_BRUCK) {
-        ringx_xsched_local_copy(&s, gathered, own, block_bytes);
-        bruck_steps(&s, own, gathered, block_bytes);
-    } else {
-        ringx_xsched_local_copy(&s, own_block, own, block_bytes);
-        if (alg == RINGX_ALG_NEIGHBOR_EXCHANGE) {
-            neighbor_exchange_steps(&s, own, result, block_bytes);
-        } else {
-            recursive_doubling_steps(&s, own, result, block_bytes);
-        }
-    }
-    rc = ringx_xsched_run(&s);
-    if (rc == OMPI_SUCCESS && alg == RINGX_ALG_BRUCK) {
         size_t head = total - (size_t)m->rank * block_bytes;
-        rc = ringx_mem_copy(mem, own_block, gathered, head);
-        if (rc == OMPI_SUCCESS) {
-            rc = ringx_mem_copy(mem, result, gathered + head, total - head);
+        ringx_xsched_local_copy(s, gathered, c->input, block_bytes);
+        bruck_steps(s, c->input, gathered, block_bytes);
+        /* the rotation into place */
+        ringx_sched_copy_after(&c->sched, own_block, gathered, head);
+        ringx_sched_copy_after(&c->sched, c->result, gathered + head, total - head);
+    } else {
+        ringx_xsched_local_copy(s, own_block, c->input, block_bytes);
+        if (alg == RINGX_ALG_NEIGHBOR_EXCHANGE) {
+            neighbor_exchange_steps(s, c->input, c->result, block_bytes);
+        } else {
+            recursive_doubling_steps(s, c->input, c->result, block_bytes);
         }
     }
-    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER], s.bytes_sent);
-    return rc;
+    return OMPI_SUCCESS;
 }
 
 /* One piece of every block through the outboxes (call seq): bytes
@@ -167,7 +160,7 @@ static int allgather_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg
 static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *own,
                         char *result, size_t block_bytes, size_t offset, size_t len)
 {
-    uint32_t seq = m->seq++;
+    uint32_t seq = ringx_mailbox_next_call(m);
     unsigned idle = 0;
     char *own_block = result + (size_t)m->rank * block_bytes;
     int rc = ringx_outbox_fill(m, mem, seq, own + offset, len, 1, 0);
@@ -241,30 +234,22 @@ static int allgather_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const 
     return rc;
 }
 
-typedef struct allgather_call {
-    mca_coll_ringx_module_t *m;
-    ringx_mem_t *mem;
-    const char *own;
-    char *result;
-    size_t block_count, elem_size;
-} allgather_call_t;
-
-static int allgather_by(void *call, ringx_alg_t alg)
+static int run_direct(ringx_call_t *c)
 {
-    allgather_call_t *c = call;
-    size_t block_bytes = c->block_count * c->elem_size;
-
-    switch (alg) {
-    case RINGX_ALG_DIRECT_READ:
-        return ringx_outbox_bytes(c->m) > 0
-                   ? allgather_outbox(c->m, c->mem, c->own, c->result, block_bytes)
-                   : allgather_direct(c->m, c->mem, c->own, c->result, block_bytes);
-    case RINGX_ALG_RING:
-        return allgather_ring(c->m, c->mem, c->own, c->result, c->block_count, c->elem_size);
-    default:
-        return allgather_log(c->m, c->mem, alg, c->own, c->result, block_bytes, c->elem_size);
-    }
+    size_t block_bytes = c->count * c->elem_size;
+    return ringx_outbox_bytes(c->m) > 0
+               ? allgather_outbox(c->m, &c->mem, c->input, c->result, block_bytes)
+               : allgather_direct(c->m, &c->mem, c->input, c->result, block_bytes);
 }
+
+const ringx_alg_impl_t ringx_allgather_algs[] = {
+    { RINGX_ALG_RING, build_ring, NULL },
+    { RINGX_ALG_RECURSIVE_DOUBLING, build_log, NULL },
+    { RINGX_ALG_BRUCK, build_log, NULL },
+    { RINGX_ALG_NEIGHBOR_EXCHANGE, build_log, NULL },
+    { RINGX_ALG_DIRECT_READ, NULL, run_direct },
+    { RINGX_ALG_COUNT, NULL, NULL },
+};
 
 /* Both sides must be plain runs of bytes: allgather moves bytes only, so
  * any contiguous datatype qualifies, derived ones included. */
@@ -282,37 +267,74 @@ static int allgather_classify(const void *sbuf, int scount, struct ompi_datatype
     return why;
 }
 
+/* Classifies the call and fills c; RINGX_SERVE or the fallback reason. */
+static int prepare(ringx_call_t *c, const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                   void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                   mca_coll_ringx_module_t *m, int blocking)
+{
+    ptrdiff_t s_lb, r_lb;
+    size_t r_elem = 0;
+    int buffers = allgather_classify(sbuf, scount, sdtype, rcount, rdtype, &s_lb, &r_lb,
+                                     &r_elem);
+
+    ringx_call_init(c, m, RINGX_COLL_ALLGATHER, blocking);
+    if (buffers == RINGX_SERVE) {
+        buffers = ringx_mem_classify(&c->mem, sbuf, rbuf, 1);
+    }
+    c->in_place = sbuf == MPI_IN_PLACE;
+    c->result = (char *)rbuf + (buffers == RINGX_SERVE ? r_lb : 0);
+    c->count = (size_t)rcount;
+    c->elem_size = r_elem;
+    c->input = c->in_place ? c->result + (size_t)m->rank * c->count * r_elem
+                           : (const char *)sbuf + (buffers == RINGX_SERVE ? s_lb : 0);
+    return buffers;
+}
+
 int mca_coll_ringx_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                              void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                              struct ompi_communicator_t *comm,
                              mca_coll_base_module_t *module)
 {
     mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ptrdiff_t s_lb, r_lb;
-    size_t r_elem = 0;
-    ringx_mem_t mem = { 0 };
+    ringx_call_t c;
     int rc;
-    int buffers = allgather_classify(sbuf, scount, sdtype, rcount, rdtype, &s_lb, &r_lb,
-                                     &r_elem);
+    int buffers = prepare(&c, sbuf, scount, sdtype, rbuf, rcount, rdtype, m, 1);
 
-    if (buffers == RINGX_SERVE) {
-        buffers = ringx_mem_classify(&mem, sbuf, rbuf, 1);
-    }
-
-    if (ringx_admit(m, comm, RINGX_COLL_ALLGATHER, buffers, &rc) != RINGX_SERVE) {
+    if (ringx_admit(m, comm, RINGX_COLL_ALLGATHER, buffers, 1, &rc) != RINGX_SERVE) {
         return rc != OMPI_SUCCESS ? rc
                                   : m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount,
                                                       rdtype, comm, m->prev_allgather_module);
     }
-    char *result = (char *)rbuf + r_lb;
-    size_t block_bytes = (size_t)rcount * r_elem;
-    const char *own = sbuf == MPI_IN_PLACE ? result + (size_t)m->rank * block_bytes
-                                           : (const char *)sbuf + s_lb;
-    allgather_call_t call = { m, &mem, own, result, (size_t)rcount, r_elem };
-    rc = ringx_mem_start(&mem, m, RINGX_COLL_ALLGATHER);
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_run_choice(m, RINGX_COLL_ALLGATHER, block_bytes * (size_t)m->size,
-                              allgather_by, &call);
+    return ringx_call_serve(&c);
+}
+
+static int hand_on(ringx_request_t *req, ompi_request_t **prev)
+{
+    const ringx_request_args_t *a = &req->args;
+    mca_coll_ringx_module_t *m = req->call.m;
+    return m->prev_iallgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype,
+                              req->comm, prev, m->prev_iallgather_module);
+}
+
+int mca_coll_ringx_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                              void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                              struct ompi_communicator_t *comm, ompi_request_t **request,
+                              mca_coll_base_module_t *module)
+{
+    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    ringx_request_t *req = ringx_request_new(m);
+    int rc;
+    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
+                              : prepare(&req->call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                        m, 0);
+
+    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLGATHER, buffers, req, &rc) !=
+        RINGX_SERVE) {
+        return rc != OMPI_SUCCESS ? rc
+                                  : m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount,
+                                                       rdtype, comm, request,
+                                                       m->prev_iallgather_module);
     }
-    return ringx_mem_finish(&mem, rc);
+    ringx_request_args_t args = { sbuf, rbuf, scount, rcount, sdtype, rdtype, NULL, hand_on };
+    return ringx_request_start(req, &args, request);
 }

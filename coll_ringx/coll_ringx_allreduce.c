@@ -25,14 +25,9 @@
 
 #include "ringx_host_reduce.h"
 
-typedef struct allreduce_buffers {
-    const char *input;      /* sbuf, or rbuf when MPI_IN_PLACE */
-    char *result;           /* rbuf */
-} allreduce_buffers_t;
-
 static const char *allreduce_send_block(const ringx_ring_t *ring, int step, int block)
 {
-    const allreduce_buffers_t *b = ring->ctx;
+    const ringx_ring_bufs_t *b = ring->ctx;
     /* Step 0 sends untouched input; later steps pass on what arrived. */
     const char *base = step == 0 ? b->input : b->result;
     return base + ringx_block_bytes_offset(ring, block);
@@ -41,7 +36,7 @@ static const char *allreduce_send_block(const ringx_ring_t *ring, int step, int 
 static void allreduce_recv_block(const ringx_ring_t *ring, int step, int block,
                                  ringx_ring_recv_target_t *target)
 {
-    const allreduce_buffers_t *b = ring->ctx;
+    const ringx_ring_bufs_t *b = ring->ctx;
     size_t off = ringx_block_bytes_offset(ring, block);
 
     if (step < ring->reduce_steps) {
@@ -55,26 +50,28 @@ static void allreduce_recv_block(const ringx_ring_t *ring, int step, int block,
     }
 }
 
-static int allreduce_ring(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
-                          void *rbuf, size_t count, ringx_reduction_t red)
+static int build_ring(ringx_call_t *c, ringx_alg_t alg)
 {
-    allreduce_buffers_t bufs = { sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf };
-    ringx_ring_t ring = {
+    ringx_sched_t *s = &c->sched;
+    mca_coll_ringx_module_t *m = c->m;
+
+    (void)alg;
+    s->engine = RINGX_ENGINE_RING;
+    s->bufs = (ringx_ring_bufs_t){ c->input, c->result, { NULL, NULL } };
+    s->u.ring = (ringx_ring_t){
         .module = m,
-        .mem = mem,
+        .mem = &c->mem,
         .nsteps = 2 * (m->size - 1),
         .reduce_steps = m->size - 1,
         .shift = 0,
-        .count = count,
-        .elem_size = ringx_type_size(red.type),
-        .red = red,
-        .ctx = &bufs,
+        .count = c->count,
+        .elem_size = c->elem_size,
+        .red = c->red,
+        .ctx = &s->bufs,
         .send_block = allreduce_send_block,
         .recv_block = allreduce_recv_block,
     };
-    int rc = ringx_ring_run(&ring);
-    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLREDUCE], ring.bytes_sent);
-    return rc;
+    return OMPI_SUCCESS;
 }
 
 /*
@@ -187,22 +184,20 @@ static void rabenseifner_steps(ringx_xsched_t *s, const char *input, char *resul
     fold_out(s, rank, result, bytes);
 }
 
-static int allreduce_log(mca_coll_ringx_module_t *m, ringx_mem_t *mem, ringx_alg_t alg,
-                         const void *sbuf, void *rbuf, size_t count, ringx_reduction_t red)
+static int build_log(ringx_call_t *c, ringx_alg_t alg)
 {
-    ringx_xsched_t s;
-    const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+    ringx_xsched_t *s = &c->sched.u.xs;
 
-    ringx_xsched_init(&s, m, mem, RINGX_COLL_ALLREDUCE, red, ringx_type_size(red.type),
-                      count * ringx_type_size(red.type));
+    c->sched.engine = RINGX_ENGINE_EXCHANGE;
+    ringx_xsched_init(s, c->m, &c->mem, RINGX_COLL_ALLREDUCE, c->red, c->elem_size,
+                      c->count * c->elem_size);
+    s->mailboxes = c->blocking;
     if (alg == RINGX_ALG_RECURSIVE_DOUBLING) {
-        recursive_doubling_steps(&s, input, rbuf, s.total_bytes);
+        recursive_doubling_steps(s, c->input, c->result, s->total_bytes);
     } else {
-        rabenseifner_steps(&s, input, rbuf, count);
+        rabenseifner_steps(s, c->input, c->result, c->count);
     }
-    int rc = ringx_xsched_run(&s);
-    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLREDUCE], s.bytes_sent);
-    return rc;
+    return OMPI_SUCCESS;
 }
 
 /* One piece through the outboxes (call seq): every rank copies its input
@@ -213,7 +208,7 @@ static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char
                         char *result, size_t count, ringx_reduction_t red)
 {
     size_t elem = ringx_type_size(red.type);
-    uint32_t seq = m->seq++;
+    uint32_t seq = ringx_mailbox_next_call(m);
     unsigned idle = 0;
     int rc = ringx_outbox_fill(m, mem, seq, input, count * elem, 1, 0);
 
@@ -258,7 +253,7 @@ static const char *input_of(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int ra
 static int outbox_whole(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *input,
                         char *result, size_t count, ringx_reduction_t red)
 {
-    uint32_t seq = m->seq++;
+    uint32_t seq = ringx_mailbox_next_call(m);
     unsigned idle = 0;
     const void **inputs = ringx_scratch_get(&m->inputs, sizeof(*inputs) * (size_t)m->size);
     int rc = ringx_outbox_fill(m, mem, seq, input, count * ringx_type_size(red.type), 1, 0);
@@ -307,27 +302,20 @@ static int allreduce_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const 
     return rc;
 }
 
-typedef struct allreduce_call {
-    mca_coll_ringx_module_t *m;
-    ringx_mem_t *mem;
-    const void *sbuf;
-    void *rbuf;
-    size_t count;
-    ringx_reduction_t red;
-} allreduce_call_t;
-
-static int allreduce_by(void *call, ringx_alg_t alg)
+static int run_outbox(ringx_call_t *c)
 {
-    allreduce_call_t *c = call;
-    switch (alg) {
-    case RINGX_ALG_DIRECT_READ:
-        return allreduce_outbox(c->m, c->mem, c->sbuf, c->rbuf, c->count, c->red);
-    case RINGX_ALG_RING:
-        return allreduce_ring(c->m, c->mem, c->sbuf, c->rbuf, c->count, c->red);
-    default:
-        return allreduce_log(c->m, c->mem, alg, c->sbuf, c->rbuf, c->count, c->red);
-    }
+    return allreduce_outbox(c->m, &c->mem, c->in_place ? MPI_IN_PLACE : c->input, c->result,
+                            c->count, c->red);
 }
+
+const ringx_alg_impl_t ringx_allreduce_algs[] = {
+    { RINGX_ALG_RING, build_ring, NULL },
+    { RINGX_ALG_RECURSIVE_DOUBLING, build_log, NULL },
+    { RINGX_ALG_RABENSEIFNER, build_log, NULL },
+    { RINGX_ALG_DIRECT_READ, NULL, run_outbox },
+    { RINGX_ALG_COUNT, NULL, NULL },
+};
+
 
 int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
@@ -335,24 +323,45 @@ int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
                              mca_coll_base_module_t *module)
 {
     mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ringx_reduction_t red;
-    ringx_mem_t mem = { 0 };
+    ringx_call_t c;
     int rc;
-    int buffers = ringx_classify_reduction(dtype, op, &red);
+    int buffers =
+        ringx_call_prepare_reduction(&c, m, RINGX_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 1);
 
-    if (buffers == RINGX_SERVE) {
-        buffers = ringx_mem_classify(&mem, sbuf, rbuf, ringx_type_align(red.type));
-    }
-    if (ringx_admit(m, comm, RINGX_COLL_ALLREDUCE, buffers, &rc) != RINGX_SERVE) {
+    if (ringx_admit(m, comm, RINGX_COLL_ALLREDUCE, buffers, 1, &rc) != RINGX_SERVE) {
         return rc != OMPI_SUCCESS ? rc
                                   : m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
                                                       m->prev_allreduce_module);
     }
-    allreduce_call_t call = { m, &mem, sbuf, rbuf, (size_t)count, red };
-    rc = ringx_mem_start(&mem, m, RINGX_COLL_ALLREDUCE);
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_run_choice(m, RINGX_COLL_ALLREDUCE, (size_t)count * ringx_type_size(red.type),
-                              allreduce_by, &call);
+    return ringx_call_serve(&c);
+}
+
+static int hand_on(ringx_request_t *req, ompi_request_t **prev)
+{
+    const ringx_request_args_t *a = &req->args;
+    mca_coll_ringx_module_t *m = req->call.m;
+    return m->prev_iallreduce(a->sbuf, a->rbuf, a->rcount, a->rdtype, a->op, req->comm, prev,
+                              m->prev_iallreduce_module);
+}
+
+int mca_coll_ringx_iallreduce(const void *sbuf, void *rbuf, int count,
+                              struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                              struct ompi_communicator_t *comm, ompi_request_t **request,
+                              mca_coll_base_module_t *module)
+{
+    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    ringx_request_t *req = ringx_request_new(m);
+    int rc;
+    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
+                              : ringx_call_prepare_reduction(&req->call, m, RINGX_COLL_ALLREDUCE,
+                                                             sbuf, rbuf, count, dtype, op, 0);
+
+    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLREDUCE, buffers, req, &rc) !=
+        RINGX_SERVE) {
+        return rc != OMPI_SUCCESS ? rc
+                                  : m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm,
+                                                       request, m->prev_iallreduce_module);
     }
-    return ringx_mem_finish(&mem, rc);
+    ringx_request_args_t args = { sbuf, rbuf, count, count, NULL, dtype, op, hand_on };
+    return ringx_request_start(req, &args, request);
 }

@@ -270,6 +270,9 @@ static int ringx_open(void)
 
     c->output = opal_output_open(NULL);
     opal_output_set_verbosity(c->output, c->verbose);
+    if (!ringx_algs_complete()) {
+        return OMPI_ERROR;          /* a chosen algorithm would have nothing to run */
+    }
     load_choices(c);
     if (c->segment_size == 0) {
         c->segment_size = RINGX_DEFAULT_SEGMENT_SIZE;
@@ -285,6 +288,7 @@ static int ringx_open(void)
 
 static int ringx_close(void)
 {
+    ringx_requests_close();
     ringx_fill_close();
     ringx_ucx_stop();
     if (mca_coll_ringx_component.output >= 0) {

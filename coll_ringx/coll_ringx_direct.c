@@ -141,7 +141,7 @@ void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_me
     memset(d, 0, sizeof(*d));
     d->m = m;
     d->mem = mem;
-    d->seq = m->seq++;
+    d->seq = ringx_mailbox_next_call(m);
     /* rkeys, remote and reqs in one allocation */
     d->rkeys = calloc((size_t)p, sizeof(void *) + sizeof(uint64_t) + sizeof(ringx_req_t));
     readable = d->rkeys != NULL && len > 0 && !ringx_memtype_on_device(mem->type) &&

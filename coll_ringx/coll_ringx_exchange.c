@@ -16,31 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct pending_send {
-    ringx_xfer_t req;
-    const char *buf;
-    size_t len;
-} pending_send_t;
+enum { X_SEND, X_RECV, X_FINISH, X_DONE };
 
-typedef struct exchange {
-    ringx_xsched_t *s;
-    mca_coll_ringx_module_t *m;
-    ringx_mem_t *mem;
-    size_t seg_bytes;
-    uint32_t seq;
-    int depth;
-    char *slots;                /* [depth] scratch segments */
-    ringx_xfer_t recv_req[RINGX_MAX_PIPELINE_DEPTH];
-    pending_send_t *sends;      /* inline_sends until more are needed */
-    size_t nsends, cap_sends;
-    pending_send_t inline_sends[16];
-    unsigned idle;
-    int mailbox_used;
-} exchange_t;
+typedef ringx_xsched_t xs_t;
 
-static uint64_t tag_of(const exchange_t *x, int step, size_t seg)
+static uint64_t tag_of(const xs_t *s, int step, size_t seg)
 {
-    return ringx_tag_data(x->m->comm_id, x->seq, (uint32_t)step, seg);
+    return ringx_tag_data(s->module->comm_id, s->x.seq, (uint32_t)step, seg);
 }
 
 static int overlaps(const char *a, size_t alen, const char *b, size_t blen)
@@ -48,308 +30,350 @@ static int overlaps(const char *a, size_t alen, const char *b, size_t blen)
     return alen && blen && a < b + blen && b < a + alen;
 }
 
-static int wait_req(exchange_t *x, ringx_xfer_t *req)
+/* Forgets completed sends; 1 if none still reads [buf, +len), 0 if some
+ * does, or an error. */
+static int sends_done_reading(xs_t *s, const char *buf, size_t len)
 {
-    int rc;
-    while ((rc = ringx_xfer_test(x->mem, req)) == 0) {
-        ringx_mem_progress(x->mem, &x->idle);
-    }
-    return rc < 0 ? rc : OMPI_SUCCESS;
-}
-
-/* Forgets completed sends and waits for those still reading [buf, +len). */
-static int wait_sends_reading(exchange_t *x, const char *buf, size_t len)
-{
+    ringx_exchange_t *x = &s->x;
+    int clear = 1;
     size_t i = 0;
+
     while (i < x->nsends) {
-        pending_send_t *ps = &x->sends[i];
-        int rc = ringx_xfer_test(x->mem, &ps->req);
-        if (rc == 0 && overlaps(ps->buf, ps->len, buf, len)) {
-            rc = wait_req(x, &ps->req) == OMPI_SUCCESS ? 1 : -1;
-        }
+        ringx_pending_send_t *ps = &x->sends[i];
+        int rc = ringx_xfer_test(s->mem, &ps->req);
         if (rc < 0) {
-            return OMPI_ERROR;
+            return rc;
         }
         if (rc == 1) {
             x->sends[i] = x->sends[--x->nsends];
-        } else {
-            i++;
+            continue;
         }
+        clear &= !overlaps(ps->buf, ps->len, buf, len);
+        i++;
     }
+    return clear;
+}
+
+static int grow_sends(ringx_exchange_t *x)
+{
+    size_t cap = 2 * x->cap_sends;
+    ringx_pending_send_t *grown = malloc(cap * sizeof(*grown));
+
+    if (grown == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(grown, x->sends, x->nsends * sizeof(*grown));
+    if (x->sends != x->inline_sends) {
+        free(x->sends);
+    }
+    x->sends = grown;
+    x->cap_sends = cap;
     return OMPI_SUCCESS;
 }
 
-static int post_send(exchange_t *x, int step, size_t seg, int to, const char *buf, size_t len)
+static int post_send(xs_t *s, int step, size_t seg, int to, const char *buf, size_t len)
 {
-    if (x->nsends == x->cap_sends) {
-        size_t cap = 2 * x->cap_sends;
-        pending_send_t *grown = malloc(cap * sizeof(*grown));
-        if (grown == NULL) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        memcpy(grown, x->sends, x->nsends * sizeof(*grown));
-        if (x->sends != x->inline_sends) {
-            free(x->sends);
-        }
-        x->sends = grown;
-        x->cap_sends = cap;
+    ringx_exchange_t *x = &s->x;
+    int rc = x->nsends == x->cap_sends ? grow_sends(x) : OMPI_SUCCESS;
+
+    if (rc != OMPI_SUCCESS) {
+        return rc;
     }
-    pending_send_t *ps = &x->sends[x->nsends];
-    int rc = ringx_xfer_send(x->mem, x->m->peers[to], buf, len, tag_of(x, step, seg), &ps->req);
+    ringx_pending_send_t *ps = &x->sends[x->nsends];
+    rc = ringx_xfer_send(s->mem, s->module->peers[to], buf, len, tag_of(s, step, seg), &ps->req);
     if (rc == OMPI_SUCCESS) {
         ps->buf = buf;
         ps->len = len;
         x->nsends += ps->req.req != NULL || ps->req.staged;
-        x->s->bytes_sent += len;
+        s->bytes_sent += len;
     }
     return rc;
 }
 
-static size_t seg_len(const exchange_t *x, size_t total, size_t seg)
+static size_t seg_len(const xs_t *s, size_t total, size_t seg)
 {
-    size_t off = seg * x->seg_bytes;
-    return total - off < x->seg_bytes ? total - off : x->seg_bytes;
+    size_t off = seg * s->x.seg_bytes;
+    return total - off < s->x.seg_bytes ? total - off : s->x.seg_bytes;
 }
 
-static int post_recv(exchange_t *x, int step, const ringx_xstep_t *st, size_t seg)
+static size_t nsegs(const xs_t *s, size_t bytes)
 {
-    size_t off = seg * x->seg_bytes, len = seg_len(x, st->recv_bytes, seg);
-    ringx_xfer_t *req = &x->recv_req[seg % (size_t)x->depth];
-    char *dst = st->recv_buf ? st->recv_buf + off
-                             : x->slots + (seg % (size_t)x->depth) * x->seg_bytes;
-    int rc = st->recv_buf ? wait_sends_reading(x, dst, len) : OMPI_SUCCESS;
-    return rc == OMPI_SUCCESS ? ringx_xfer_recv(x->mem, dst, len, tag_of(x, step, seg), req) : rc;
+    return (bytes + s->x.seg_bytes - 1) / s->x.seg_bytes;
 }
 
-static int finish_recv(exchange_t *x, const ringx_xstep_t *st, size_t seg)
+static char *slot_of(const xs_t *s, size_t seg)
 {
-    size_t off = seg * x->seg_bytes, len = seg_len(x, st->recv_bytes, seg);
-    int rc = wait_req(x, &x->recv_req[seg % (size_t)x->depth]);
-
-    if (rc == OMPI_SUCCESS && st->recv_buf == NULL) {
-        rc = wait_sends_reading(x, st->reduce_dst + off, len);
-        if (rc == OMPI_SUCCESS) {
-            rc = ringx_mem_reduce(x->mem, st->reduce_dst + off, st->reduce_local + off,
-                                  x->slots + (seg % (size_t)x->depth) * x->seg_bytes,
-                                  len / x->s->elem_size, x->s->red.type, x->s->red.op);
-        }
-    }
-    return rc;
-}
-
-static size_t nsegs(const exchange_t *x, size_t bytes)
-{
-    return (bytes + x->seg_bytes - 1) / x->seg_bytes;
+    return s->x.slots + (seg % (size_t)s->x.depth) * s->x.seg_bytes;
 }
 
 /* Whether the message of this step goes through the mailboxes: the sender
  * and the receiver of a step agree on its number and size. */
-static int mailbox_step(const exchange_t *x, int step, size_t bytes)
+static int mailbox_step(const xs_t *s, int step, size_t bytes)
 {
-    return bytes > 0 && ringx_mailbox_carries(x->m, step, bytes);
+    return s->mailboxes && bytes > 0 && ringx_mailbox_carries(s->module, step, bytes);
 }
 
-static int send_step(exchange_t *x, int step, const ringx_xstep_t *st)
+static int send_step(xs_t *s, int step, const ringx_xstep_t *st)
 {
-    size_t nsend = st->send_to >= 0 ? nsegs(x, st->send_bytes) : 0;
+    size_t nsend = st->send_to >= 0 ? nsegs(s, st->send_bytes) : 0;
     int rc = OMPI_SUCCESS;
 
-    if (nsend > 0 && mailbox_step(x, step, st->send_bytes)) {
-        x->mailbox_used = 1;
-        x->s->bytes_sent += st->send_bytes;
-        return ringx_mailbox_put(x->m, x->mem, st->send_to, x->seq, step, st->send_buf,
-                                 st->send_bytes);
+    if (nsend > 0 && mailbox_step(s, step, st->send_bytes)) {
+        s->x.mailbox_used = 1;
+        s->bytes_sent += st->send_bytes;
+        return ringx_mailbox_put(s->module, s->mem, st->send_to, s->x.mailbox_seq, step,
+                                 st->send_buf, st->send_bytes);
     }
     for (size_t seg = 0; rc == OMPI_SUCCESS && seg < nsend; seg++) {
-        rc = post_send(x, step, seg, st->send_to, st->send_buf + seg * x->seg_bytes,
-                       seg_len(x, st->send_bytes, seg));
+        rc = post_send(s, step, seg, st->send_to, st->send_buf + seg * s->x.seg_bytes,
+                       seg_len(s, st->send_bytes, seg));
     }
     return rc;
 }
 
 /* The data stays in the mailbox until the call returns: a host reduction
- * reads it there; device memory gets a copy first. */
-static int recv_from_mailbox(exchange_t *x, int step, const ringx_xstep_t *st)
+ * reads it there; device memory gets a copy first.  RINGX_PENDING until
+ * the message is there and no send reads where it goes. */
+static int recv_from_mailbox(xs_t *s, int step, const ringx_xstep_t *st)
 {
-    const char *data = ringx_mailbox_wait(x->m, x->mem, x->seq, step, &x->idle);
+    const char *data = ringx_mailbox_arrived(s->module, s->x.mailbox_seq, step);
     char *dst = st->recv_buf ? st->recv_buf : st->reduce_dst;
-    int rc = wait_sends_reading(x, dst, st->recv_bytes);
+    int rc = data != NULL ? sends_done_reading(s, dst, st->recv_bytes) : RINGX_PENDING;
 
-    x->mailbox_used = 1;
-    if (rc != OMPI_SUCCESS || st->recv_buf != NULL) {
-        return rc == OMPI_SUCCESS ? ringx_mailbox_take(x->mem, dst, data, st->recv_bytes) : rc;
+    if (rc != 1) {
+        return rc;
     }
-    if (ringx_memtype_on_device(x->mem->type)) {
-        rc = ringx_mailbox_take(x->mem, x->slots, data, st->recv_bytes);
-        data = x->slots;
+    s->x.mailbox_used = 1;
+    if (st->recv_buf != NULL) {
+        rc = ringx_mailbox_take(s->mem, dst, data, st->recv_bytes);
+    } else {
+        if (ringx_memtype_on_device(s->mem->type)) {
+            rc = ringx_mailbox_take(s->mem, s->x.slots, data, st->recv_bytes);
+            data = s->x.slots;
+        } else {
+            rc = OMPI_SUCCESS;
+        }
+        rc = rc == OMPI_SUCCESS ? ringx_mem_reduce(s->mem, st->reduce_dst, st->reduce_local, data,
+                                                   st->recv_bytes / s->elem_size, s->red.type,
+                                                   s->red.op)
+                                : rc;
     }
-    return rc == OMPI_SUCCESS ? ringx_mem_reduce(x->mem, st->reduce_dst, st->reduce_local, data,
-                                                 st->recv_bytes / x->s->elem_size,
-                                                 x->s->red.type, x->s->red.op)
-                              : rc;
+    return rc == OMPI_SUCCESS ? RINGX_DONE : rc;
 }
 
-static int recv_segments(exchange_t *x, int step, const ringx_xstep_t *st)
+/* Posts the receive of segment `posted`, if no send still reads where it
+ * lands; 1 posted, 0 not yet, or an error. */
+static int post_recv(xs_t *s, int step, const ringx_xstep_t *st)
 {
-    size_t nrecv = nsegs(x, st->recv_bytes), posted = 0;
-    int rc = OMPI_SUCCESS;
+    ringx_exchange_t *x = &s->x;
+    size_t seg = x->posted, off = seg * x->seg_bytes, len = seg_len(s, st->recv_bytes, seg);
+    char *dst = st->recv_buf ? st->recv_buf + off : slot_of(s, seg);
+    int rc = st->recv_buf ? sends_done_reading(s, dst, len) : 1;
 
-    for (size_t done = 0; rc == OMPI_SUCCESS && done < nrecv; done++) {
-        while (rc == OMPI_SUCCESS && posted < nrecv && posted - done < (size_t)x->depth) {
-            rc = post_recv(x, step, st, posted++);
-        }
-        if (rc == OMPI_SUCCESS) {
-            rc = finish_recv(x, st, done);
-        }
+    if (rc == 1) {
+        rc = ringx_xfer_recv(s->mem, dst, len, tag_of(s, step, seg),
+                             &x->recv_req[seg % (size_t)x->depth]);
+        x->posted += rc == OMPI_SUCCESS;
+        rc = rc == OMPI_SUCCESS ? 1 : rc;
     }
     return rc;
+}
+
+/* Finishes segment `done` once it has arrived (and, to reduce, once no
+ * send reads its destination); 1 finished, 0 not yet, or an error. */
+static int finish_recv(xs_t *s, const ringx_xstep_t *st)
+{
+    ringx_exchange_t *x = &s->x;
+    size_t seg = x->done, off = seg * x->seg_bytes, len = seg_len(s, st->recv_bytes, seg);
+    int rc = ringx_xfer_test(s->mem, &x->recv_req[seg % (size_t)x->depth]);
+
+    if (rc == 1 && st->recv_buf == NULL) {
+        rc = sends_done_reading(s, st->reduce_dst + off, len);
+        if (rc == 1) {
+            rc = ringx_mem_reduce(s->mem, st->reduce_dst + off, st->reduce_local + off,
+                                  slot_of(s, seg), len / s->elem_size, s->red.type, s->red.op);
+            rc = rc == OMPI_SUCCESS ? 1 : rc;
+        }
+    }
+    x->done += rc == 1;
+    return rc;
+}
+
+/* The receive of a step, segment by segment with `depth` in flight. */
+static int recv_segments(xs_t *s, int step, const ringx_xstep_t *st)
+{
+    ringx_exchange_t *x = &s->x;
+    size_t nrecv = nsegs(s, st->recv_bytes);
+    int rc = 1;
+
+    while (x->done < nrecv) {
+        while (rc == 1 && x->posted < nrecv && x->posted - x->done < (size_t)x->depth) {
+            rc = post_recv(s, step, st);
+        }
+        if (rc < 0) {
+            return rc;
+        }
+        if (x->done == x->posted) {
+            return RINGX_PENDING;       /* the next receive waits for a send to finish */
+        }
+        if ((rc = finish_recv(s, st)) != 1) {
+            return rc;
+        }
+    }
+    return RINGX_DONE;
+}
+
+static int recv_step(xs_t *s, int step, const ringx_xstep_t *st)
+{
+    if (st->recv_from < 0 || st->recv_bytes == 0) {
+        return RINGX_DONE;
+    }
+    return mailbox_step(s, step, st->recv_bytes) ? recv_from_mailbox(s, step, st)
+                                                 : recv_segments(s, step, st);
 }
 
 /* After step 0's sends are out: the peers can take this rank's data while
  * it copies.  No send of step 0 reads the destination (in place, where the
- * own block is sent, there is nothing to copy), and nothing waits here: a
- * wait for a send before this rank's receives are posted could deadlock. */
-static int local_copy(exchange_t *x)
+ * own block is sent, there is nothing to copy). */
+static int local_copy(xs_t *s)
 {
-    const ringx_xsched_t *s = x->s;
-    return ringx_mem_copy(x->mem, s->copy_dst, s->copy_src, s->copy_bytes);
-}
-
-static int run_step(exchange_t *x, int step, const ringx_xstep_t *st)
-{
-    int rc = send_step(x, step, st);
-
-    if (rc == OMPI_SUCCESS && step == 0 && x->s->copy_bytes) {
-        rc = local_copy(x);
-    }
-
-    if (rc != OMPI_SUCCESS || st->recv_from < 0 || st->recv_bytes == 0) {
-        return rc;
-    }
-    return mailbox_step(x, step, st->recv_bytes) ? recv_from_mailbox(x, step, st)
-                                                 : recv_segments(x, step, st);
+    return ringx_mem_copy(s->mem, s->copy_dst, s->copy_src, s->copy_bytes);
 }
 
 /* Whether sends of this call may stay incomplete in UCX after their
- * receiver has all the data (see the ring's handshake): only messages
- * above the eager range can. */
-static int needs_handshake(const ringx_xsched_t *s)
+ * receiver has all the data (see the handshake): only messages above the
+ * eager range can. */
+static int needs_handshake(const xs_t *s)
 {
     return s->total_bytes > ringx_ucx_eager_limit();
 }
 
-static int distinct_peers(const ringx_xsched_t *s, int sending, int *peers)
+static int sends_complete(void *engine)
 {
-    int n = 0;
-    for (int i = 0; i < s->nsteps; i++) {
-        int p = sending ? s->steps[i].send_to : s->steps[i].recv_from;
-        int seen = p < 0;
-        for (int j = 0; j < n && !seen; j++) {
-            seen = peers[j] == p;
-        }
-        if (!seen) {
-            peers[n++] = p;
-        }
-    }
-    return n;
+    xs_t *s = engine;
+    int rc = sends_done_reading(s, NULL, 0);
+    return rc < 0 ? rc : s->x.nsends == 0;
 }
 
-/* The end-of-call handshake, as in the ring, with every peer: a "fin" to
- * each rank this one received from; a rank with sends still incomplete
- * waits for the fin of each rank it sent to, then lets the sends go. */
-static int handshake(exchange_t *x)
+static void release_sends(void *engine)
 {
-    int to[RINGX_XSCHED_MAX_STEPS], from[RINGX_XSCHED_MAX_STEPS];
-    ringx_xfer_t fin_sends[RINGX_XSCHED_MAX_STEPS] = { 0 }, fin_recvs[RINGX_XSCHED_MAX_STEPS] = { 0 };
-    int nto = distinct_peers(x->s, 1, to), nfrom = distinct_peers(x->s, 0, from);
-    uint64_t fin = ringx_tag_fin(x->m->comm_id, x->seq);
+    xs_t *s = engine;
+    for (size_t i = 0; i < s->x.nsends; i++) {
+        ringx_xfer_release(s->mem, &s->x.sends[i].req);
+    }
+    s->x.nsends = 0;
+}
+
+static int finish(xs_t *s)
+{
+    const ringx_handshake_sends_t sends = { sends_complete, release_sends, s };
+
+    if (!needs_handshake(s)) {
+        return sends_complete(s);       /* 1 is RINGX_DONE */
+    }
+    return ringx_handshake_progress(&s->x.handshake, s->module, s->mem, s->x.seq, &sends);
+}
+
+int ringx_xsched_progress(ringx_xsched_t *s)
+{
+    ringx_exchange_t *x = &s->x;
     int rc = OMPI_SUCCESS;
 
-    for (int i = 0; rc == OMPI_SUCCESS && i < nfrom; i++) {
-        rc = ringx_ucx_isend(x->m->peers[from[i]], NULL, 0, fin, &fin_sends[i].req);
-    }
-    for (int i = 0; rc == OMPI_SUCCESS && i < nto; i++) {
-        rc = ringx_ucx_irecv(NULL, 0, fin, &fin_recvs[i].req);
-    }
-    if (rc == OMPI_SUCCESS) {
-        rc = wait_sends_reading(x, NULL, 0);    /* forgets the completed ones */
-    }
-    if (rc == OMPI_SUCCESS && x->nsends) {
-        for (int i = 0; rc == OMPI_SUCCESS && i < nto; i++) {
-            rc = wait_req(x, &fin_recvs[i]);
+    while (x->phase != X_DONE) {
+        const ringx_xstep_t *st = &s->steps[x->step];
+        switch (x->phase) {
+        case X_SEND:
+            rc = send_step(s, x->step, st);
+            if (rc == OMPI_SUCCESS && x->step == 0 && s->copy_bytes) {
+                rc = local_copy(s);
+            }
+            x->phase = X_RECV;
+            x->posted = x->done = 0;
+            break;
+        case X_RECV:
+            if ((rc = recv_step(s, x->step, st)) != RINGX_DONE) {
+                return rc;
+            }
+            x->phase = ++x->step < s->nsteps ? X_SEND : X_FINISH;
+            rc = OMPI_SUCCESS;
+            break;
+        default:
+            if ((rc = finish(s)) != RINGX_DONE) {
+                return rc;
+            }
+            x->phase = X_DONE;
+            if (x->mailbox_used) {
+                ringx_count(&mca_coll_ringx_counters.mailbox[s->coll], 1);
+            }
+            break;
         }
-        for (size_t i = 0; i < x->nsends; i++) {
-            ringx_xfer_release(x->mem, &x->sends[i].req);
-        }
-        x->nsends = 0;
-    }
-    for (int i = 0; i < nto; i++) {
-        ringx_module_park(x->m, &fin_recvs[i].req);
-    }
-    for (int i = 0; i < nfrom; i++) {
-        int r = rc == OMPI_SUCCESS ? wait_req(x, &fin_sends[i]) : rc;
-        ringx_ucx_abandon(&fin_sends[i].req);
-        rc = r;
-    }
-    return rc;
-}
-
-static int wait_all_sends(exchange_t *x)
-{
-    for (size_t i = 0; i < x->nsends; i++) {
-        int rc = wait_req(x, &x->sends[i].req);
         if (rc != OMPI_SUCCESS) {
             return rc;
         }
     }
-    x->nsends = 0;
-    return OMPI_SUCCESS;
+    return RINGX_DONE;
 }
 
-static void abandon_all(exchange_t *x)
+void ringx_xsched_abandon(ringx_xsched_t *s)
 {
+    ringx_exchange_t *x = &s->x;
+
+    RINGX_LOG(1, "exchange schedule failed; outstanding transfers dropped");
     for (int i = 0; i < x->depth; i++) {
-        ringx_xfer_abandon(x->mem, &x->recv_req[i]);
+        ringx_xfer_abandon(s->mem, &x->recv_req[i]);
     }
     for (size_t i = 0; i < x->nsends; i++) {
-        ringx_xfer_abandon(x->mem, &x->sends[i].req);
+        ringx_xfer_abandon(s->mem, &x->sends[i].req);
     }
+    x->nsends = 0;
+    ringx_handshake_abandon(&x->handshake);
+}
+
+void ringx_xsched_cleanup(ringx_xsched_t *s)
+{
+    if (s->x.sends != s->x.inline_sends) {
+        free(s->x.sends);
+    }
+    s->x.sends = s->x.inline_sends;
 }
 
 /* Scratch for the received segments a step reduces; on a device it also
  * takes a whole mailbox message. */
-static size_t slots_bytes(const exchange_t *x)
+static size_t slots_bytes(const xs_t *s)
 {
-    size_t bytes = (size_t)x->depth * x->seg_bytes;
-    if (ringx_memtype_on_device(x->mem->type) && x->m->mailbox.bytes > bytes) {
-        bytes = x->m->mailbox.bytes;
+    size_t bytes = (size_t)s->x.depth * s->x.seg_bytes;
+    if (ringx_memtype_on_device(s->mem->type) && s->module->mailbox.bytes > bytes) {
+        bytes = s->module->mailbox.bytes;
     }
     return bytes;
 }
 
-static int setup(exchange_t *x, ringx_xsched_t *s)
+int ringx_xsched_start(ringx_xsched_t *s, uint32_t seq)
 {
     mca_coll_ringx_module_t *m = s->module;
+    ringx_exchange_t *x = &s->x;
     int reduces = 0;
 
+    memset(x, 0, sizeof(*x));
     for (int i = 0; i < s->nsteps; i++) {
         reduces |= s->steps[i].recv_from >= 0 && s->steps[i].recv_buf == NULL;
+        ringx_handshake_add(&x->handshake, 1, s->steps[i].send_to);
+        ringx_handshake_add(&x->handshake, 0, s->steps[i].recv_from);
     }
-    x->s = s;
-    x->m = m;
-    x->mem = s->mem;
     x->sends = x->inline_sends;
     x->cap_sends = sizeof(x->inline_sends) / sizeof(x->inline_sends[0]);
-    x->nsends = 0;
-    x->idle = 0;
-    x->mailbox_used = 0;
     x->seg_bytes = ringx_segment_elems(mca_coll_ringx_component.segment_size, s->elem_size) *
                    s->elem_size;
-    x->seq = m->seq++;
+    x->seq = seq;
+    x->mailbox_seq = s->mailboxes ? ringx_mailbox_next_call(m) : 0;
     x->depth = mca_coll_ringx_component.pipeline_depth;
-    memset(x->recv_req, 0, (size_t)x->depth * sizeof(x->recv_req[0]));
-    x->slots = reduces ? ringx_mem_scratch(x->mem, RINGX_SCRATCH_SEGMENTS, slots_bytes(x)) : NULL;
-    return reduces && x->slots == NULL ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
+    x->slots = reduces ? ringx_mem_scratch(s->mem, RINGX_SCRATCH_SEGMENTS, slots_bytes(s)) : NULL;
+    if (reduces && x->slots == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    x->phase = s->nsteps > 0 ? X_SEND : X_FINISH;
+    /* a schedule without steps still makes its copy */
+    return s->nsteps == 0 && s->copy_bytes ? local_copy(s) : OMPI_SUCCESS;
 }
 
 /* ----------------------------------------------------- building steps */
@@ -364,6 +388,7 @@ void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_
     s->red = red;
     s->elem_size = elem_size;
     s->total_bytes = total_bytes;
+    s->mailboxes = 1;
     s->nsteps = 0;
     s->bytes_sent = 0;
     s->copy_bytes = 0;
@@ -421,31 +446,3 @@ void ringx_xsched_reduce(ringx_xsched_t *s, int from, char *dst, const char *loc
     st->recv_bytes = bytes;
 }
 
-/* ------------------------------------------------------------ running */
-
-int ringx_xsched_run(ringx_xsched_t *s)
-{
-    exchange_t x;
-    int rc = setup(&x, s);
-
-    for (int i = 0; rc == OMPI_SUCCESS && i < s->nsteps; i++) {
-        rc = run_step(&x, i, &s->steps[i]);
-    }
-    if (rc == OMPI_SUCCESS && s->nsteps == 0 && s->copy_bytes) {
-        rc = local_copy(&x);
-    }
-    if (rc == OMPI_SUCCESS) {
-        rc = needs_handshake(s) ? handshake(&x) : wait_all_sends(&x);
-    }
-    if (rc != OMPI_SUCCESS) {
-        RINGX_LOG(1, "exchange schedule failed (%d); outstanding transfers dropped", rc);
-        abandon_all(&x);
-    }
-    if (x.sends != x.inline_sends) {
-        free(x.sends);
-    }
-    if (x.mailbox_used) {
-        ringx_count(&mca_coll_ringx_counters.mailbox[s->coll], 1);
-    }
-    return rc;
-}

@@ -14,9 +14,12 @@
  * in the slot's flag (release); the receiver waits for that number
  * (acquire) and reads the data in place.
  *
- * Two slots per step are enough: ringx's collectives make every rank wait
- * for data from every other, so a rank in call n+2 knows every rank has
- * finished call n, and with it read the slots that call n+2 rewrites.
+ * Two slots per step are enough: ringx's blocking collectives make every
+ * rank wait for data from every other, so a rank in call n+2 knows every
+ * rank has finished call n, and with it read the slots that call n+2
+ * rewrites.  The calls are numbered for that among themselves
+ * (ringx_mailbox_next_call): a nonblocking call, which may still be under
+ * way when later calls start, uses no mailbox and takes no number.
  *
  * Sender and receiver choose the mailbox from what they both know, the
  * step and its size, so they always agree; a communicator has a region
@@ -120,26 +123,32 @@ static size_t whole_limit(const mca_coll_ringx_module_t *m)
     return mca_coll_ringx_should_yield() && shared > limit ? shared : limit;
 }
 
+void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
+                               int local[RINGX_MAILBOX_AGREE_INTS])
+{
+    size_t bytes = slot_bytes(), window_bytes;
+    char *window = ringx_ucx_window(&window_bytes);
+    int ok = usable_here(m, windows, bytes);
+
+    m->mailbox.local = NULL;
+    if (ok) {
+        /* Cleared before the agreement lets any peer write to it: a
+         * communicator freed earlier may have used the same region. */
+        memset(region_of(window, m->comm_id, bytes), 0, region_bytes(bytes));
+    }
+    local[0] = ok;
+    local[1] = (int)bytes;
+    local[2] = -(int)bytes;
+    local[3] = (int)whole_limit(m);
+}
+
 int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
-                          char *const *windows)
+                          char *const *windows, const int global[RINGX_MAILBOX_AGREE_INTS])
 {
     ringx_mailbox_t *mb = &m->mailbox;
     size_t bytes = slot_bytes(), window_bytes;
     char *window = ringx_ucx_window(&window_bytes);
-    int ok = usable_here(m, windows, bytes);
-    int local[4] = { ok, (int)bytes, -(int)bytes, (int)whole_limit(m) }, global[4];
-    int rc;
 
-    mb->local = NULL;
-    if (ok) {
-        /* Cleared before the agreement below lets any peer write to it:
-         * a communicator freed earlier may have used the same region. */
-        memset(region_of(window, m->comm_id, bytes), 0, region_bytes(bytes));
-    }
-    rc = m->prev_allreduce(local, global, 4, MPI_INT, MPI_MIN, comm, m->prev_allreduce_module);
-    if (rc != OMPI_SUCCESS) {
-        return rc;
-    }
     if (!global[0] || global[1] != -global[2]) {
         RINGX_LOG(2, "%s: no mailboxes, no direct reads (%s)",
                   comm->c_name, !global[0] ? "some rank cannot map every peer's window, or the "
@@ -204,13 +213,17 @@ static uint64_t wait_flag(const char *slot, uint32_t seq, ringx_mem_t *mem, unsi
     return flag & FLAG_STATUS;
 }
 
-const char *ringx_mailbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
-                               int step, unsigned *idle)
+uint32_t ringx_mailbox_next_call(mca_coll_ringx_module_t *m)
+{
+    return m->mailbox_seq++;
+}
+
+const char *ringx_mailbox_arrived(mca_coll_ringx_module_t *m, uint32_t seq, int step)
 {
     char *slot = slot_of(&m->mailbox, m->mailbox.local, seq, step);
+    uint64_t flag = __atomic_load_n((const uint64_t *)slot, __ATOMIC_ACQUIRE);
 
-    (void)wait_flag(slot, seq, mem, idle);
-    return slot + FLAG_BYTES;
+    return (flag & ~FLAG_STATUS) == flag_of(seq) ? slot + FLAG_BYTES : NULL;
 }
 
 int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len)

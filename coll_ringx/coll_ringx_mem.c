@@ -5,6 +5,7 @@
  */
 #include "coll_ringx.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ringx_host_reduce.h"
@@ -48,21 +49,21 @@ static int host_sync(void *ctx)
 
 static void *host_scratch(void *ctx, ringx_scratch_kind_t kind, size_t size)
 {
-    mca_coll_ringx_module_t *m = ctx;
-    return ringx_scratch_get(kind == RINGX_SCRATCH_SEGMENTS ? &m->segments : &m->blocks, size);
+    ringx_scratch_set_t *s = ctx;
+    return ringx_scratch_get(kind == RINGX_SCRATCH_SEGMENTS ? &s->segments : &s->blocks, size);
 }
 
 static void *host_bounce(void *ctx, size_t size, int slots)
 {
-    mca_coll_ringx_module_t *m = ctx;
-    return ringx_scratch_get(&m->bounce, size * (size_t)slots);
+    ringx_scratch_set_t *s = ctx;
+    return ringx_scratch_get(&s->bounce, size * (size_t)slots);
 }
 
 static void host_forget_bounce(void *ctx)
 {
-    mca_coll_ringx_module_t *m = ctx;
+    ringx_scratch_set_t *s = ctx;
     /* Leaked on purpose: an abandoned transfer may still use it. */
-    memset(&m->bounce, 0, sizeof(m->bounce));
+    memset(&s->bounce, 0, sizeof(s->bounce));
 }
 
 static const ringx_mem_ops_t host_ops = {
@@ -142,7 +143,7 @@ int ringx_mem_start(ringx_mem_t *mem, mca_coll_ringx_module_t *m, int coll)
     int rc = OMPI_SUCCESS;
 
     mem->ops = &host_ops;
-    mem->ctx = m;
+    mem->ctx = mem->scratch != NULL ? mem->scratch : &m->scratch;
     mem->staged = c->stage_host_buffers;
     mem->stage = NULL;
     if (ringx_memtype_on_device(mem->type)) {
@@ -172,6 +173,14 @@ int ringx_mem_finish(ringx_mem_t *mem, int rc)
         rc = rc == OMPI_SUCCESS ? synced : rc;
     }
     return rc;
+}
+
+void ringx_scratch_set_free(ringx_scratch_set_t *s)
+{
+    free(s->segments.ptr);
+    free(s->blocks.ptr);
+    free(s->bounce.ptr);
+    memset(s, 0, sizeof(*s));
 }
 
 int ringx_mem_reduce(ringx_mem_t *mem, void *dst, const void *a, const void *b, size_t n,

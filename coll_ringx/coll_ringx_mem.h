@@ -29,6 +29,7 @@
 
 struct mca_coll_ringx_module_t;
 typedef struct ringx_stage ringx_stage_t;
+typedef struct ringx_scratch_set ringx_scratch_set_t;
 
 /* Which module scratch buffer: receive slots of the pipelines, or whole
  * blocks (partial results, Bruck's rotation). */
@@ -62,6 +63,7 @@ typedef struct ringx_mem {
     const ringx_mem_ops_t *ops;
     void *ctx;                  /* the ops' state */
     ringx_stage_t *stage;       /* the staged transfers of this call */
+    ringx_scratch_set_t *scratch;   /* the call's host scratch; NULL: the module's */
 } ringx_mem_t;
 
 /* A transfer: a UCX request, or a staged transfer of mem->stage. */
@@ -153,12 +155,20 @@ static inline void ringx_xfer_release(ringx_mem_t *mem, ringx_xfer_t *x)
     }
 }
 
-/* One round of progress while waiting: UCX and the staged transfers (see
- * ringx_ucx_progress for idle). */
+/* Requests under way and their progress (coll_ringx_request.c). */
+extern volatile int ringx_requests_active;
+int ringx_requests_progress(void);
+
+/* One round of progress while waiting: UCX, the staged transfers, and the
+ * nonblocking calls under way, which MPI requires to progress while a
+ * process waits for anything (see ringx_ucx_progress for idle). */
 static inline void ringx_mem_progress(ringx_mem_t *mem, unsigned *idle)
 {
     if (mem->stage != NULL) {
         ringx_stage_progress(mem);
+    }
+    if (ringx_requests_active) {
+        (void)ringx_requests_progress();
     }
     ringx_ucx_progress(idle);
 }

@@ -38,6 +38,8 @@ static const struct {
       mca_coll_ringx_counters.on_device },
     { "staged", "%s calls served by ringx through host bounce buffers (staging)",
       mca_coll_ringx_counters.staged },
+    { "nonblocking", "nonblocking %s calls (MPI_I...) served by ringx; also counted under "
+      "their algorithm", mca_coll_ringx_counters.nonblocking },
     { "mailbox", "%s calls served by ringx that wrote or read at least one message through "
                  "the mailboxes (coll_ringx_mailbox_bytes)",
       mca_coll_ringx_counters.mailbox },

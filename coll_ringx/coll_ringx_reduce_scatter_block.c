@@ -25,15 +25,9 @@
  */
 #include "coll_ringx.h"
 
-typedef struct rsb_buffers {
-    const char *input;      /* all p blocks: sbuf, or rbuf when MPI_IN_PLACE */
-    char *result;           /* where the final block goes */
-    char *partial[2];
-} rsb_buffers_t;
-
 static const char *rsb_send_block(const ringx_ring_t *ring, int step, int block)
 {
-    const rsb_buffers_t *b = ring->ctx;
+    const ringx_ring_bufs_t *b = ring->ctx;
     return step == 0 ? b->input + ringx_block_bytes_offset(ring, block)
                      : b->partial[(step - 1) & 1];
 }
@@ -41,7 +35,7 @@ static const char *rsb_send_block(const ringx_ring_t *ring, int step, int block)
 static void rsb_recv_block(const ringx_ring_t *ring, int step, int block,
                            ringx_ring_recv_target_t *target)
 {
-    const rsb_buffers_t *b = ring->ctx;
+    const ringx_ring_bufs_t *b = ring->ctx;
     int last = step == ring->nsteps - 1;
 
     target->direct = NULL;
@@ -50,43 +44,39 @@ static void rsb_recv_block(const ringx_ring_t *ring, int step, int block,
     target->dst_read_by_prev_send = target->reduce_dst != b->result;
 }
 
-static int rsb_ring(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf, void *rbuf,
-                    size_t rcount, ringx_reduction_t red)
+/* In place, the last step cannot write rbuf's first block while a send
+ * may still read it as input: it lands in a partial buffer, copied last. */
+static int build_ring(ringx_call_t *c, ringx_alg_t alg)
 {
-    size_t elem = ringx_type_size(red.type);
-    size_t block_bytes = rcount * elem;
-    int in_place = sbuf == MPI_IN_PLACE;
-    /* In place, the last step cannot write rbuf's first block while a send
-     * may still read it as input: it lands in a partial buffer, copied last. */
-    rsb_buffers_t bufs = { in_place ? rbuf : sbuf, in_place ? NULL : rbuf, { NULL, NULL } };
-    char *partials = ringx_mem_scratch(mem, RINGX_SCRATCH_BLOCKS, 2 * block_bytes + 1);
-    ringx_ring_t ring = {
-        .module = m,
-        .mem = mem,
-        .nsteps = m->size - 1,
-        .reduce_steps = m->size - 1,
-        .shift = 1,
-        .count = rcount * (size_t)m->size,
-        .elem_size = elem,
-        .red = red,
-        .ctx = &bufs,
-        .send_block = rsb_send_block,
-        .recv_block = rsb_recv_block,
-    };
-    int rc;
+    ringx_sched_t *s = &c->sched;
+    mca_coll_ringx_module_t *m = c->m;
+    size_t block_bytes = c->count * c->elem_size;
+    char *partials = ringx_mem_scratch(&c->mem, RINGX_SCRATCH_BLOCKS, 2 * block_bytes + 1);
 
+    (void)alg;
     if (partials == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    bufs.partial[0] = partials;
-    bufs.partial[1] = partials + block_bytes;
-    rc = ringx_ring_run(&ring);
-    if (rc == OMPI_SUCCESS && in_place) {
-        rc = ringx_mem_copy(mem, rbuf, bufs.partial[(ring.nsteps - 1) & 1], block_bytes);
+    s->engine = RINGX_ENGINE_RING;
+    s->bufs = (ringx_ring_bufs_t){ c->input, c->in_place ? NULL : c->result,
+                                   { partials, partials + block_bytes } };
+    s->u.ring = (ringx_ring_t){
+        .module = m,
+        .mem = &c->mem,
+        .nsteps = m->size - 1,
+        .reduce_steps = m->size - 1,
+        .shift = 1,
+        .count = c->count * (size_t)m->size,
+        .elem_size = c->elem_size,
+        .red = c->red,
+        .ctx = &s->bufs,
+        .send_block = rsb_send_block,
+        .recv_block = rsb_recv_block,
+    };
+    if (c->in_place) {
+        ringx_sched_copy_after(s, c->result, s->bufs.partial[(m->size - 2) & 1], block_bytes);
     }
-    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
-                ring.bytes_sent);
-    return rc;
+    return OMPI_SUCCESS;
 }
 
 static void halving_steps(ringx_xsched_t *s, const char *input, char *acc, char *rbuf,
@@ -130,29 +120,29 @@ static void halving_steps(ringx_xsched_t *s, const char *input, char *acc, char 
     }
 }
 
-static int rsb_halving(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
-                       void *rbuf, size_t rcount, ringx_reduction_t red)
+static int build_halving(ringx_call_t *c, ringx_alg_t alg)
 {
-    ringx_xsched_t s;
-    size_t block_bytes = rcount * ringx_type_size(red.type);
-    const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    char *acc = ringx_mem_scratch(mem, RINGX_SCRATCH_BLOCKS, block_bytes * (size_t)m->size + 1);
-    int rc;
+    ringx_xsched_t *s = &c->sched.u.xs;
+    mca_coll_ringx_module_t *m = c->m;
+    size_t block_bytes = c->count * c->elem_size;
+    char *acc = ringx_mem_scratch(&c->mem, RINGX_SCRATCH_BLOCKS,
+                                  block_bytes * (size_t)m->size + 1);
 
+    (void)alg;
     if (acc == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    ringx_xsched_init(&s, m, mem, RINGX_COLL_REDUCE_SCATTER_BLOCK, red,
-                      ringx_type_size(red.type), block_bytes * (size_t)m->size);
-    halving_steps(&s, input, acc, rbuf, block_bytes);
-    rc = ringx_xsched_run(&s);
+    c->sched.engine = RINGX_ENGINE_EXCHANGE;
+    ringx_xsched_init(s, m, &c->mem, RINGX_COLL_REDUCE_SCATTER_BLOCK, c->red, c->elem_size,
+                      block_bytes * (size_t)m->size);
+    s->mailboxes = c->blocking;
+    halving_steps(s, c->input, acc, c->result, block_bytes);
     /* Copied last: in place, the input blocks were being sent from rbuf. */
-    if (rc == OMPI_SUCCESS && ringx_fold_newrank(m->rank, m->size) >= 0) {
-        rc = ringx_mem_copy(mem, rbuf, acc + (size_t)m->rank * block_bytes, block_bytes);
+    if (ringx_fold_newrank(m->rank, m->size) >= 0) {
+        ringx_sched_copy_after(&c->sched, c->result, acc + (size_t)m->rank * block_bytes,
+                               block_bytes);
     }
-    ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
-                s.bytes_sent);
-    return rc;
+    return OMPI_SUCCESS;
 }
 
 /* Reads this rank's block of every peer's input, one segment of all the
@@ -226,7 +216,7 @@ static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char
                         ringx_reduction_t red)
 {
     size_t elem = ringx_type_size(red.type), mine = (size_t)m->rank * n * elem;
-    uint32_t seq = m->seq++;
+    uint32_t seq = ringx_mailbox_next_call(m);
     unsigned idle = 0;
     int rc = ringx_outbox_fill(m, mem, seq, input + first * elem, n * elem, m->size,
                                rcount * elem);
@@ -266,30 +256,23 @@ static int rsb_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *
     return rc;
 }
 
-typedef struct rsb_call {
-    mca_coll_ringx_module_t *m;
-    ringx_mem_t *mem;
-    const void *sbuf;
-    void *rbuf;
-    size_t rcount;
-    ringx_reduction_t red;
-} rsb_call_t;
-
-static int rsb_by(void *call, ringx_alg_t alg)
+/* Direct reads through the outboxes if this rank's share of a piece holds
+ * an element, else out of the peers' buffers. */
+static int run_direct(ringx_call_t *c)
 {
-    rsb_call_t *c = call;
-    switch (alg) {
-    case RINGX_ALG_DIRECT_READ:
-        /* through the outboxes if this rank's share of a piece holds an element */
-        return ringx_outbox_bytes(c->m) / (size_t)c->m->size >= ringx_type_size(c->red.type)
-                   ? rsb_outbox(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red)
-                   : rsb_direct(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red);
-    case RINGX_ALG_RING:
-        return rsb_ring(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red);
-    default:
-        return rsb_halving(c->m, c->mem, c->sbuf, c->rbuf, c->rcount, c->red);
-    }
+    const void *sbuf = c->in_place ? MPI_IN_PLACE : c->input;
+    return ringx_outbox_bytes(c->m) / (size_t)c->m->size >= c->elem_size
+               ? rsb_outbox(c->m, &c->mem, sbuf, c->result, c->count, c->red)
+               : rsb_direct(c->m, &c->mem, sbuf, c->result, c->count, c->red);
 }
+
+const ringx_alg_impl_t ringx_reduce_scatter_block_algs[] = {
+    { RINGX_ALG_RING, build_ring, NULL },
+    { RINGX_ALG_RECURSIVE_HALVING, build_halving, NULL },
+    { RINGX_ALG_DIRECT_READ, NULL, run_direct },
+    { RINGX_ALG_COUNT, NULL, NULL },
+};
+
 
 int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                         struct ompi_datatype_t *dtype,
@@ -298,26 +281,50 @@ int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount
                                         mca_coll_base_module_t *module)
 {
     mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ringx_reduction_t red;
-    ringx_mem_t mem = { 0 };
+    ringx_call_t c;
     int rc;
-    int buffers = ringx_classify_reduction(dtype, op, &red);
+    int buffers = ringx_call_prepare_reduction(&c, m, RINGX_COLL_REDUCE_SCATTER_BLOCK, sbuf, rbuf,
+                                               rcount, dtype, op, 1);
 
-    if (buffers == RINGX_SERVE) {
-        buffers = ringx_mem_classify(&mem, sbuf, rbuf, ringx_type_align(red.type));
-    }
-    if (ringx_admit(m, comm, RINGX_COLL_REDUCE_SCATTER_BLOCK, buffers, &rc) != RINGX_SERVE) {
+    if (ringx_admit(m, comm, RINGX_COLL_REDUCE_SCATTER_BLOCK, buffers, 1, &rc) != RINGX_SERVE) {
         return rc != OMPI_SUCCESS
                    ? rc
                    : m->prev_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
                                                   m->prev_reduce_scatter_block_module);
     }
-    rsb_call_t call = { m, &mem, sbuf, rbuf, (size_t)rcount, red };
-    rc = ringx_mem_start(&mem, m, RINGX_COLL_REDUCE_SCATTER_BLOCK);
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_run_choice(m, RINGX_COLL_REDUCE_SCATTER_BLOCK,
-                              (size_t)rcount * ringx_type_size(red.type) * (size_t)m->size,
-                              rsb_by, &call);
+    return ringx_call_serve(&c);
+}
+
+static int hand_on(ringx_request_t *req, ompi_request_t **prev)
+{
+    const ringx_request_args_t *a = &req->args;
+    mca_coll_ringx_module_t *m = req->call.m;
+    return m->prev_ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->rdtype, a->op,
+                                         req->comm, prev,
+                                         m->prev_ireduce_scatter_block_module);
+}
+
+int mca_coll_ringx_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                         struct ompi_communicator_t *comm,
+                                         ompi_request_t **request,
+                                         mca_coll_base_module_t *module)
+{
+    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    ringx_request_t *req = ringx_request_new(m);
+    int rc;
+    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
+                              : ringx_call_prepare_reduction(&req->call, m,
+                                                             RINGX_COLL_REDUCE_SCATTER_BLOCK, sbuf,
+                                                             rbuf, rcount, dtype, op, 0);
+
+    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_REDUCE_SCATTER_BLOCK, buffers, req, &rc) !=
+        RINGX_SERVE) {
+        return rc != OMPI_SUCCESS
+                   ? rc
+                   : m->prev_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
+                                                   m->prev_ireduce_scatter_block_module);
     }
-    return ringx_mem_finish(&mem, rc);
+    ringx_request_args_t args = { sbuf, rbuf, rcount, rcount, NULL, dtype, op, hand_on };
+    return ringx_request_start(req, &args, request);
 }

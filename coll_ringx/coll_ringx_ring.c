@@ -11,177 +11,153 @@
 #include "coll_ringx.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-typedef struct ring_cursor {
-    int step;
-    size_t seg;
-} ring_cursor_t;
+enum { RING_RUN, RING_SENDS, RING_HANDSHAKE, RING_DONE };
 
-typedef struct ring_walk {
-    ringx_ring_t *ring;
-    mca_coll_ringx_module_t *m;
-    ringx_mem_t *mem;
-    ringx_peer_t *left;         /* sends to this rank */
-    ringx_peer_t *right;        /* receives from this rank */
-    size_t seg_elems;
-    size_t seg_bytes;
-    uint32_t seq;
+typedef ringx_ring_cursor_t ring_cursor_t;
 
-    int depth;                  /* receive window, in segments */
-    ringx_xfer_t recv_req[RINGX_MAX_PIPELINE_DEPTH];  /* by receive number % depth */
-    char *slots;                /* [depth] segments of scratch, for reducing steps */
-    ring_cursor_t next_post;
-    ring_cursor_t next_done;
-    size_t posted;
-    size_t done;
-
-    size_t max_segs;            /* segments of the largest block */
-    ringx_xfer_t *send_req;     /* [2][max_segs]: the sends of two consecutive steps */
-    ringx_xfer_t inline_send_req[8];  /* send_req when that is enough */
-    ringx_xfer_t fin_recv;      /* the right neighbour's "all received" (never staged) */
-    ringx_xfer_t fin_send;      /* ours, to the left neighbour */
-    unsigned idle;
-} ring_walk_t;
-
-static size_t block_elems(const ring_walk_t *w, int block)
+static size_t block_elems(const ringx_ring_t *ring, int block)
 {
-    return ringx_block_count(w->ring->count, w->m->size, block);
+    return ringx_block_count(ring->count, ring->module->size, block);
 }
 
-static int recv_block_of(const ring_walk_t *w, int step)
+static int recv_block_of(const ringx_ring_t *ring, int step)
 {
-    return ringx_ring_recv_block(w->m->rank, w->m->size, step, w->ring->shift);
+    return ringx_ring_recv_block(ring->module->rank, ring->module->size, step, ring->shift);
 }
 
-static size_t segs_of_step(const ring_walk_t *w, int step)
+static size_t segs_of_step(const ringx_ring_t *ring, int step)
 {
-    return ringx_segment_total(block_elems(w, recv_block_of(w, step)), w->seg_elems);
+    return ringx_segment_total(block_elems(ring, recv_block_of(ring, step)), ring->walk.seg_elems);
 }
 
 /* Moves c to the next segment that exists (blocks may be empty). */
-static void cursor_advance(const ring_walk_t *w, ring_cursor_t *c)
+static void cursor_advance(const ringx_ring_t *ring, ring_cursor_t *c)
 {
     c->seg++;
-    while (c->step < w->ring->nsteps && c->seg >= segs_of_step(w, c->step)) {
+    while (c->step < ring->nsteps && c->seg >= segs_of_step(ring, c->step)) {
         c->step++;
         c->seg = 0;
     }
 }
 
-static void cursor_start(const ring_walk_t *w, ring_cursor_t *c)
+static void cursor_start(const ringx_ring_t *ring, ring_cursor_t *c)
 {
     c->step = 0;
     c->seg = (size_t)-1;
-    cursor_advance(w, c);
+    cursor_advance(ring, c);
 }
 
-static size_t seg_elems_at(const ring_walk_t *w, int block, size_t seg)
+static size_t seg_elems_at(const ringx_ring_t *ring, int block, size_t seg)
 {
-    return ringx_segment_count(block_elems(w, block), w->seg_elems, seg);
+    return ringx_segment_count(block_elems(ring, block), ring->walk.seg_elems, seg);
 }
 
-static uint64_t tag_of(const ring_walk_t *w, int step, size_t seg)
+static uint64_t tag_of(const ringx_ring_t *ring, int step, size_t seg)
 {
-    return ringx_tag_data(w->m->comm_id, w->seq, (uint32_t)step, seg);
+    return ringx_tag_data(ring->module->comm_id, ring->walk.seq, (uint32_t)step, seg);
 }
 
-static ringx_xfer_t *send_slot(ring_walk_t *w, int step, size_t seg)
+static ringx_xfer_t *send_slot(ringx_ring_t *ring, int step, size_t seg)
 {
-    return &w->send_req[(size_t)(step & 1) * w->max_segs + seg];
+    return &ring->walk.send_req[(size_t)(step & 1) * ring->walk.max_segs + seg];
 }
 
-static int wait_xfer(ring_walk_t *w, ringx_xfer_t *x)
+/* Sends segment seg of the block that step sends; its slot is free (the
+ * caller saw the send of step-2 complete). */
+static int post_send(ringx_ring_t *ring, int step, size_t seg)
 {
-    int rc;
-    while ((rc = ringx_xfer_test(w->mem, x)) == 0) {
-        ringx_mem_progress(w->mem, &w->idle);
-    }
-    return rc < 0 ? rc : OMPI_SUCCESS;
-}
-
-/* Sends segment seg of the block that step sends. */
-static int post_send(ring_walk_t *w, int step, size_t seg)
-{
-    ringx_ring_t *ring = w->ring;
-    int block = ringx_ring_send_block(w->m->rank, w->m->size, step, ring->shift);
-    size_t len = seg_elems_at(w, block, seg) * ring->elem_size;
+    ringx_ring_walk_t *w = &ring->walk;
+    int block = ringx_ring_send_block(ring->module->rank, ring->module->size, step, ring->shift);
+    size_t len = seg_elems_at(ring, block, seg) * ring->elem_size;
     const char *src = ring->send_block(ring, step, block) + seg * w->seg_bytes;
-    ringx_xfer_t *x = send_slot(w, step, seg);
+    int rc = ringx_xfer_send(ring->mem, w->right, src, len, tag_of(ring, step, seg),
+                             send_slot(ring, step, seg));
 
-    /* The slot last held this segment's send of step-2. */
-    int rc = wait_xfer(w, x);
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_xfer_send(w->mem, w->right, src, len, tag_of(w, step, seg), x);
-        ring->bytes_sent += len;
-    }
+    ring->bytes_sent += rc == OMPI_SUCCESS ? len : 0;
     return rc;
 }
 
-static int post_recv(ring_walk_t *w)
+static int post_recv(ringx_ring_t *ring)
 {
-    ringx_ring_t *ring = w->ring;
+    ringx_ring_walk_t *w = &ring->walk;
     ring_cursor_t c = w->next_post;
-    int block = recv_block_of(w, c.step);
-    size_t len = seg_elems_at(w, block, c.seg) * ring->elem_size;
+    int block = recv_block_of(ring, c.step);
+    size_t len = seg_elems_at(ring, block, c.seg) * ring->elem_size;
     size_t slot = w->posted % (size_t)w->depth;
     ringx_ring_recv_target_t target;
     char *dst;
 
     ring->recv_block(ring, c.step, block, &target);
     dst = target.direct ? target.direct + c.seg * w->seg_bytes : w->slots + slot * w->seg_bytes;
-    cursor_advance(w, &w->next_post);
+    cursor_advance(ring, &w->next_post);
     w->posted++;
-    return ringx_xfer_recv(w->mem, dst, len, tag_of(w, c.step, c.seg), &w->recv_req[slot]);
+    return ringx_xfer_recv(ring->mem, dst, len, tag_of(ring, c.step, c.seg), &w->recv_req[slot]);
 }
 
-/* Reduces the segment that has arrived, then passes it on. */
-static int finish_recv(ring_walk_t *w)
+/*
+ * Whether the next segment to finish can be finished now: it has arrived,
+ * and the send of the same segment two steps back, whose slot its onward
+ * send takes and whose source its reduction may overwrite, has completed.
+ * 1, 0 or an error.
+ */
+static int ready_to_finish(ringx_ring_t *ring, const ringx_ring_recv_target_t *target)
 {
-    ringx_ring_t *ring = w->ring;
+    ringx_ring_walk_t *w = &ring->walk;
     ring_cursor_t c = w->next_done;
-    int block = recv_block_of(w, c.step);
-    size_t slot = w->done % (size_t)w->depth;
-    ringx_ring_recv_target_t target;
-    int rc = OMPI_SUCCESS;
+    int rc = ringx_xfer_test(ring->mem, &w->recv_req[w->done % (size_t)w->depth]);
+    int needs_slot = c.step + 1 < ring->nsteps ||
+                     (target->direct == NULL && target->dst_read_by_prev_send);
 
-    ring->recv_block(ring, c.step, block, &target);
-    if (target.direct == NULL) {
-        size_t off = c.seg * w->seg_bytes;
-        if (target.dst_read_by_prev_send && c.step > 0) {
-            rc = wait_xfer(w, send_slot(w, c.step - 1, c.seg));
-        }
-        if (rc == OMPI_SUCCESS) {
-            rc = ringx_mem_reduce(w->mem, target.reduce_dst + off, target.reduce_local + off,
-                                  w->slots + slot * w->seg_bytes, seg_elems_at(w, block, c.seg),
-                                  ring->red.type, ring->red.op);
-        }
-    }
-    cursor_advance(w, &w->next_done);
-    w->done++;
-    if (rc == OMPI_SUCCESS && c.step + 1 < ring->nsteps) {
-        rc = post_send(w, c.step + 1, c.seg);
+    if (rc == 1 && needs_slot && c.step > 0) {
+        rc = ringx_xfer_test(ring->mem, send_slot(ring, c.step - 1, c.seg));
     }
     return rc;
 }
 
-static int post_first_sends(ring_walk_t *w)
+/* Reduces the segment that has arrived, then passes it on. */
+static int finish_recv(ringx_ring_t *ring, const ringx_ring_recv_target_t *target)
 {
-    int block = ringx_ring_send_block(w->m->rank, w->m->size, 0, w->ring->shift);
-    size_t nsegs = ringx_segment_total(block_elems(w, block), w->seg_elems);
+    ringx_ring_walk_t *w = &ring->walk;
+    ring_cursor_t c = w->next_done;
+    int block = recv_block_of(ring, c.step);
+    size_t slot = w->done % (size_t)w->depth;
+    int rc = OMPI_SUCCESS;
+
+    if (target->direct == NULL) {
+        size_t off = c.seg * w->seg_bytes;
+        rc = ringx_mem_reduce(ring->mem, target->reduce_dst + off, target->reduce_local + off,
+                              w->slots + slot * w->seg_bytes, seg_elems_at(ring, block, c.seg),
+                              ring->red.type, ring->red.op);
+    }
+    cursor_advance(ring, &w->next_done);
+    w->done++;
+    if (rc == OMPI_SUCCESS && c.step + 1 < ring->nsteps) {
+        rc = post_send(ring, c.step + 1, c.seg);
+    }
+    return rc;
+}
+
+static int post_first_sends(ringx_ring_t *ring)
+{
+    int block = ringx_ring_send_block(ring->module->rank, ring->module->size, 0, ring->shift);
+    size_t nsegs = ringx_segment_total(block_elems(ring, block), ring->walk.seg_elems);
     int rc = OMPI_SUCCESS;
 
     for (size_t seg = 0; seg < nsegs && rc == OMPI_SUCCESS; seg++) {
-        rc = post_send(w, 0, seg);
+        rc = post_send(ring, 0, seg);
     }
     return rc;
 }
 
 /* 1 if every send has completed, 0 if some are pending, or an error. */
-static int sends_complete(ring_walk_t *w)
+static int sends_complete(void *engine)
 {
+    ringx_ring_t *ring = engine;
     int all = 1;
-    for (size_t i = 0; i < 2 * w->max_segs; i++) {
-        int rc = ringx_xfer_test(w->mem, &w->send_req[i]);
+    for (size_t i = 0; i < 2 * ring->walk.max_segs; i++) {
+        int rc = ringx_xfer_test(ring->mem, &ring->walk.send_req[i]);
         if (rc < 0) {
             return rc;
         }
@@ -190,143 +166,132 @@ static int sends_complete(ring_walk_t *w)
     return all;
 }
 
-/*
- * The end-of-call handshake.  A send can stay incomplete inside UCX after
- * its receiver has all the data: the last step of a rendezvous may wait
- * for the receiver's UCX to progress, and a receiver that has returned to
- * the application (or to another component's collective) may not progress
- * ringx's worker for a long time.  So each rank, once all its data has
- * arrived, says so to its left neighbour; a rank whose sends are still
- * pending waits for that word from its right neighbour instead of for UCX,
- * and then lets the sends finish inside UCX.  When every send has already
- * completed, the word is left to arrive on its own.
- */
-static int finish(ring_walk_t *w)
+static void release_sends(void *engine)
 {
-    if (w->ring->count * w->ring->elem_size <= ringx_ucx_eager_limit()) {
-        /* Eager sends only: each completes once its bytes are out, which
-         * needs no more than its receiver to keep receiving. */
-        int rc = OMPI_SUCCESS;
-        for (size_t i = 0; rc == OMPI_SUCCESS && i < 2 * w->max_segs; i++) {
-            rc = wait_xfer(w, &w->send_req[i]);
-        }
-        return rc;
+    ringx_ring_t *ring = engine;
+    for (size_t i = 0; i < 2 * ring->walk.max_segs; i++) {
+        ringx_xfer_release(ring->mem, &ring->walk.send_req[i]);
     }
-    int rc = ringx_ucx_isend(w->left, NULL, 0, ringx_tag_fin(w->m->comm_id, w->seq),
-                             &w->fin_send.req);
-    int complete = rc == OMPI_SUCCESS ? sends_complete(w) : rc;
-
-    if (complete == 1) {
-        ringx_module_park(w->m, &w->fin_recv.req);
-    } else if (complete == 0) {
-        rc = wait_xfer(w, &w->fin_recv);
-        for (size_t i = 0; i < 2 * w->max_segs; i++) {
-            ringx_xfer_release(w->mem, &w->send_req[i]);
-        }
-    } else {
-        rc = complete;
-    }
-    return rc == OMPI_SUCCESS ? wait_xfer(w, &w->fin_send) : rc;
 }
 
-static int walk(ring_walk_t *w)
+/* Receives kept posted ahead, and every segment that can be finished. */
+static int walk(ringx_ring_t *ring)
 {
-    int nsteps = w->ring->nsteps;
+    ringx_ring_walk_t *w = &ring->walk;
+    int rc = OMPI_SUCCESS;
+
+    while (w->next_done.step < ring->nsteps) {
+        ringx_ring_recv_target_t target;
+        while (w->next_post.step < ring->nsteps && w->posted - w->done < (size_t)w->depth) {
+            if ((rc = post_recv(ring)) != OMPI_SUCCESS) {
+                return rc;
+            }
+        }
+        ring->recv_block(ring, w->next_done.step, recv_block_of(ring, w->next_done.step),
+                         &target);
+        if ((rc = ready_to_finish(ring, &target)) != 1) {
+            return rc;
+        }
+        if ((rc = finish_recv(ring, &target)) != OMPI_SUCCESS) {
+            return rc;
+        }
+    }
+    return RINGX_DONE;
+}
+
+/* Calls whose whole buffer UCX sends eagerly need no handshake: each send
+ * completes once its bytes are out, which needs no more than its receiver
+ * to keep receiving. */
+static int eager_only(const ringx_ring_t *ring)
+{
+    return ring->count * ring->elem_size <= ringx_ucx_eager_limit();
+}
+
+int ringx_ring_progress(ringx_ring_t *ring)
+{
+    ringx_ring_walk_t *w = &ring->walk;
+    const ringx_handshake_sends_t sends = { sends_complete, release_sends, ring };
     int rc;
 
-    if (w->ring->count == 0) {
-        return OMPI_SUCCESS;            /* nothing moves, on any rank */
-    }
-    if (w->ring->count * w->ring->elem_size > ringx_ucx_eager_limit()) {
-        rc = ringx_ucx_irecv(NULL, 0, ringx_tag_fin(w->m->comm_id, w->seq), &w->fin_recv.req);
-    } else {
-        rc = OMPI_SUCCESS;
-    }
-    if (rc == OMPI_SUCCESS) {
-        rc = post_first_sends(w);
-    }
-    while (rc == OMPI_SUCCESS && w->next_done.step < nsteps) {
-        while (rc == OMPI_SUCCESS && w->next_post.step < nsteps &&
-               w->posted - w->done < (size_t)w->depth) {
-            rc = post_recv(w);
+    switch (w->phase) {
+    case RING_RUN:
+        if ((rc = walk(ring)) != RINGX_DONE) {
+            return rc;
         }
-        if (rc != OMPI_SUCCESS) {
-            break;
+        w->phase = eager_only(ring) ? RING_SENDS : RING_HANDSHAKE;
+        return ringx_ring_progress(ring);
+    case RING_SENDS:
+        if ((rc = sends_complete(ring)) != 1) {
+            return rc;
         }
-        rc = ringx_xfer_test(w->mem, &w->recv_req[w->done % (size_t)w->depth]);
-        if (rc == 1) {
-            rc = finish_recv(w);
-        } else if (rc == 0) {
-            ringx_mem_progress(w->mem, &w->idle);
-        }
+        w->phase = RING_DONE;
+        return RINGX_DONE;
+    case RING_HANDSHAKE:
+        rc = ringx_handshake_progress(&w->handshake, ring->module, ring->mem, w->seq, &sends);
+        w->phase = rc == RINGX_DONE ? RING_DONE : w->phase;
+        return rc;
+    default:
+        return RINGX_DONE;
     }
-    return rc == OMPI_SUCCESS ? finish(w) : rc;
 }
 
 /* On an error nothing may hang: outstanding receives are cancelled and
  * sends are left to UCX. */
-static void abandon_all(ring_walk_t *w)
+void ringx_ring_abandon(ringx_ring_t *ring)
 {
+    ringx_ring_walk_t *w = &ring->walk;
+
+    RINGX_LOG(1, "ring walk failed; outstanding transfers dropped");
     for (int i = 0; i < w->depth; i++) {
-        ringx_xfer_abandon(w->mem, &w->recv_req[i]);
+        ringx_xfer_abandon(ring->mem, &w->recv_req[i]);
     }
-    for (size_t i = 0; i < 2 * w->max_segs; i++) {
-        ringx_xfer_abandon(w->mem, &w->send_req[i]);
+    for (size_t i = 0; w->send_req != NULL && i < 2 * w->max_segs; i++) {
+        ringx_xfer_abandon(ring->mem, &w->send_req[i]);
     }
-    ringx_ucx_abandon(&w->fin_recv.req);
-    ringx_ucx_abandon(&w->fin_send.req);
+    ringx_handshake_abandon(&w->handshake);
 }
 
-static int walk_setup(ring_walk_t *w, ringx_ring_t *ring)
+void ringx_ring_cleanup(ringx_ring_t *ring)
+{
+    ringx_ring_walk_t *w = &ring->walk;
+    if (w->send_req != w->inline_send_req) {
+        free(w->send_req);
+    }
+    w->send_req = NULL;
+}
+
+int ringx_ring_start(ringx_ring_t *ring, uint32_t seq)
 {
     mca_coll_ringx_module_t *m = ring->module;
+    ringx_ring_walk_t *w = &ring->walk;
     size_t largest_block = ringx_block_count(ring->count, m->size, 0);
+    int left = (m->rank + m->size - 1) % m->size, right = (m->rank + 1) % m->size;
 
-    w->ring = ring;
-    w->m = m;
-    w->mem = ring->mem;
-    w->left = m->peers[(m->rank + m->size - 1) % m->size];
-    w->right = m->peers[(m->rank + 1) % m->size];
+    memset(w, 0, sizeof(*w));
+    w->left = m->peers[left];
+    w->right = m->peers[right];
+    ringx_handshake_add(&w->handshake, 1, right);
+    ringx_handshake_add(&w->handshake, 0, left);
     w->seg_elems = ringx_segment_elems(mca_coll_ringx_component.segment_size, ring->elem_size);
     w->seg_bytes = w->seg_elems * ring->elem_size;
-    w->seq = m->seq++;
+    w->seq = seq;
     w->depth = mca_coll_ringx_component.pipeline_depth;
     w->max_segs = ringx_segment_total(largest_block, w->seg_elems);
     w->send_req = 2 * w->max_segs <= sizeof(w->inline_send_req) / sizeof(ringx_xfer_t)
                       ? w->inline_send_req
                       : calloc(2 * w->max_segs, sizeof(ringx_xfer_t));
-    w->slots = NULL;
     if (ring->reduce_steps > 0) {
-        w->slots = ringx_mem_scratch(w->mem, RINGX_SCRATCH_SEGMENTS,
+        w->slots = ringx_mem_scratch(ring->mem, RINGX_SCRATCH_SEGMENTS,
                                      (size_t)w->depth * w->seg_bytes);
     }
-    if (w->send_req == NULL ||
-        (ring->reduce_steps > 0 && w->slots == NULL)) {
+    if (w->send_req == NULL || (ring->reduce_steps > 0 && w->slots == NULL)) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    cursor_start(w, &w->next_post);
-    cursor_start(w, &w->next_done);
-    w->posted = w->done = 0;
-    w->idle = 0;
-    return OMPI_SUCCESS;
-}
-
-int ringx_ring_run(ringx_ring_t *ring)
-{
-    ring_walk_t w = { 0 };
-    int rc = walk_setup(&w, ring);
-
-    if (rc == OMPI_SUCCESS) {
-        rc = walk(&w);
+    if (ring->count == 0) {
+        w->phase = RING_DONE;           /* nothing moves, on any rank */
+        return OMPI_SUCCESS;
     }
-    if (rc != OMPI_SUCCESS) {
-        RINGX_LOG(1, "ring walk failed (%d); outstanding transfers dropped", rc);
-        if (w.send_req) {
-            abandon_all(&w);
-        }
-    }
-    if (w.send_req != w.inline_send_req) {
-        free(w.send_req);
-    }
-    return rc;
+    cursor_start(ring, &w->next_post);
+    cursor_start(ring, &w->next_done);
+    return post_first_sends(ring);
 }

@@ -579,6 +579,11 @@ void ringx_ucx_set_yield(int yield)
     ucx.yield = yield;
 }
 
+unsigned ringx_ucx_progress_worker(void)
+{
+    return ucx.worker != NULL ? ucp_worker_progress(ucx.worker) : 0;
+}
+
 void ringx_ucx_progress(unsigned *idle)
 {
     if (ucp_worker_progress(ucx.worker) != 0) {

@@ -114,6 +114,10 @@ void ringx_ucx_abandon(ringx_req_t *req);
  * coll_ringx_yield says so. */
 void ringx_ucx_progress(unsigned *idle);
 
+/* One round of the worker's progress, without yielding (Open MPI's
+ * progress engine yields itself); returns what ucp_worker_progress does. */
+unsigned ringx_ucx_progress_worker(void);
+
 /* Waits until *req completes; returns 0 or an OMPI error code. */
 int ringx_ucx_wait(ringx_req_t *req);
 

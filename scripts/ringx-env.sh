@@ -1,6 +1,7 @@
 #!/bin/sh
 # Prints the environment that makes Open MPI's ranks load ringx from
-# COMPONENT_DIR (a directory holding mca_coll_ringx.so), as export lines:
+# COMPONENT_DIR (a directory holding mca_coll_ringx.so; empty: Open MPI's
+# own components only), as export lines:
 #
 #   eval "$(scripts/ringx-env.sh DIR)"
 #
@@ -28,7 +29,9 @@ if [ -z "$pkglibdir" ]; then
     echo "$0: ompi_info does not say where Open MPI's components are (is Open MPI installed?)" >&2
     exit 1
 fi
-echo "export OMPI_MCA_mca_base_component_path=\"$dir:$pkglibdir\""
+# (Open MPI 4.1 finds no component at all when a directory of the path
+# does not exist)
+echo "export OMPI_MCA_mca_base_component_path=\"${dir:+$dir:}$pkglibdir\""
 
 major=$(ompi_info --version 2>/dev/null | sed -n 's/^Open MPI v\([0-9]*\).*/\1/p')
 if [ "${major:-4}" -ge 5 ]; then

@@ -31,7 +31,7 @@ if [ -z "${RINGX_COMPONENT_DIR:-}" ]; then
     echo "$0: warning: RINGX_COMPONENT_DIR is not set; using installed components only" >&2
 fi
 # The component path (and, on Open MPI 5, PMIx's own): scripts/ringx-env.sh.
-env_lines=$("$here/../../scripts/ringx-env.sh" "${RINGX_COMPONENT_DIR:-/nonexistent}") || exit 2
+env_lines=$("$here/../../scripts/ringx-env.sh" "${RINGX_COMPONENT_DIR:-}") || exit 2
 eval "$env_lines"
 OMPI_MCA_rmaps_base_oversubscribe=1
 # Quiet unless a test asks otherwise (--mca on the command line wins).

@@ -1,0 +1,160 @@
+/*
+ * coll_ringx_call.c - one call of a collective that ringx serves, from its
+ * choice of algorithm to its end: the one path that blocking and
+ * nonblocking calls share (coll_ringx_request.c adds what only nonblocking
+ * calls need).
+ */
+#include "coll_ringx.h"
+
+#include <string.h>
+
+void ringx_call_init(ringx_call_t *c, mca_coll_ringx_module_t *m, ringx_coll_t coll,
+                     int blocking)
+{
+    c->m = m;
+    c->coll = coll;
+    c->blocking = blocking;
+    memset(&c->mem, 0, sizeof(c->mem));
+    c->input = NULL;
+    c->result = NULL;
+    c->in_place = 0;
+    c->count = c->elem_size = 0;
+    c->sched.engine = RINGX_ENGINE_NONE;
+    c->sched.started = 0;
+    c->sched.coll = coll;
+    c->sched.ncopies = 0;
+    c->sched.before.len = 0;
+}
+
+int ringx_call_prepare_reduction(ringx_call_t *c, mca_coll_ringx_module_t *m, ringx_coll_t coll,
+                                 const void *sbuf, void *rbuf, int count,
+                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                 int blocking)
+{
+    int buffers;
+
+    ringx_call_init(c, m, coll, blocking);
+    buffers = ringx_classify_reduction(dtype, op, &c->red);
+    if (buffers == RINGX_SERVE) {
+        buffers = ringx_mem_classify(&c->mem, sbuf, rbuf, ringx_type_align(c->red.type));
+    }
+    c->in_place = sbuf == MPI_IN_PLACE;
+    c->input = c->in_place ? rbuf : sbuf;
+    c->result = rbuf;
+    c->count = (size_t)count;
+    c->elem_size = ringx_type_size(c->red.type);
+    return buffers;
+}
+
+static const ringx_alg_impl_t *const algs_of[RINGX_COLL_COUNT] = {
+    [RINGX_COLL_ALLREDUCE] = ringx_allreduce_algs,
+    [RINGX_COLL_ALLGATHER] = ringx_allgather_algs,
+    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = ringx_reduce_scatter_block_algs,
+};
+
+static const ringx_alg_impl_t *impl_of(ringx_coll_t coll, ringx_alg_t alg)
+{
+    for (const ringx_alg_impl_t *a = algs_of[coll]; a->alg != RINGX_ALG_COUNT; a++) {
+        if (a->alg == alg && (a->build != NULL || a->run != NULL)) {
+            return a;
+        }
+    }
+    return NULL;
+}
+
+int ringx_algs_complete(void)
+{
+    int complete = 1;
+    for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
+        for (int alg = RINGX_ALG_AUTO + 1; alg < RINGX_ALG_COUNT; alg++) {
+            if (ringx_alg_valid((ringx_coll_t)coll, (ringx_alg_t)alg) &&
+                impl_of((ringx_coll_t)coll, (ringx_alg_t)alg) == NULL) {
+                opal_output(0, "coll:ringx: %s has no implementation of %s",
+                            ringx_coll_name((ringx_coll_t)coll), ringx_alg_name((ringx_alg_t)alg));
+                complete = 0;
+            }
+        }
+    }
+    return complete;
+}
+
+size_t ringx_call_bytes(const ringx_call_t *c)
+{
+    size_t bytes = c->count * c->elem_size;
+    return c->coll == RINGX_COLL_ALLREDUCE ? bytes : bytes * (size_t)c->m->size;
+}
+
+static ringx_decision_t decision(const ringx_call_t *c, int shared_memory)
+{
+    return ringx_decide(c->coll, mca_coll_ringx_component.algorithm[c->coll], ringx_call_bytes(c),
+                        c->m->size, shared_memory);
+}
+
+static void record_choice(const ringx_call_t *c, ringx_decision_t d)
+{
+    ringx_count(&mca_coll_ringx_counters.calls[c->coll][d.alg], 1);
+    RINGX_LOG(2, "%s%s: %s, %zu bytes, %d ranks, comm id %u (%s)", c->blocking ? "" : "i",
+              ringx_coll_name(c->coll), ringx_alg_name(d.alg), ringx_call_bytes(c), c->m->size,
+              (unsigned)c->m->comm_id, d.why);
+}
+
+/* Runs alg to the end: its schedule, or its blocking implementation. */
+static int run_alg(ringx_call_t *c, ringx_alg_t alg)
+{
+    const ringx_alg_impl_t *impl = impl_of(c->coll, alg);
+    int rc;
+
+    if (impl->run != NULL) {
+        return impl->run(c);
+    }
+    rc = impl->build(c, alg);
+    c->sched.seq = c->m->seq++;
+    return rc == OMPI_SUCCESS ? ringx_sched_run(&c->sched, &c->mem) : rc;
+}
+
+/* A declined call is counted only under the algorithm that then serves it. */
+static int choose_and_run(ringx_call_t *c)
+{
+    ringx_decision_t d = decision(c, ringx_direct_possible(c->m));
+    int rc = RINGX_DIRECT_DECLINED;
+
+    if (ringx_call_bytes(c) == 0) {
+        /* (zero-size datatypes) Nothing moves, so no call number is taken:
+         * the mailboxes need every numbered call to wait for every rank. */
+        record_choice(c, d);
+        return OMPI_SUCCESS;
+    }
+    if (d.alg == RINGX_ALG_DIRECT_READ && (rc = run_alg(c, d.alg)) == RINGX_DIRECT_DECLINED) {
+        d = decision(c, 0);
+        d.why = "direct reads declined (some rank's buffers are on a device, staged or "
+                "unreadable, or no outboxes)";
+    }
+    record_choice(c, d);
+    return rc == RINGX_DIRECT_DECLINED ? run_alg(c, d.alg) : rc;
+}
+
+int ringx_call_serve(ringx_call_t *c)
+{
+    int rc = ringx_mem_start(&c->mem, c->m, c->coll);
+
+    if (rc == OMPI_SUCCESS) {
+        rc = choose_and_run(c);
+    }
+    return ringx_mem_finish(&c->mem, rc);
+}
+
+/* Nonblocking calls may still be under way when later calls start, so
+ * they choose as across nodes: no direct reads, and no mailboxes in the
+ * exchange steps (ringx_call_t.blocking).  The call's number
+ * (c->sched.seq) is set already. */
+int ringx_call_build_nonblocking(ringx_call_t *c)
+{
+    ringx_decision_t d = decision(c, 0);
+    const ringx_alg_impl_t *impl = impl_of(c->coll, d.alg);
+
+    record_choice(c, d);
+    if (ringx_call_bytes(c) == 0) {
+        return OMPI_SUCCESS;        /* nothing to do: an empty schedule */
+    }
+    return impl != NULL && impl->build != NULL ? impl->build(c, d.alg) : OMPI_ERR_NOT_SUPPORTED;
+}

@@ -1,0 +1,259 @@
+/*
+ * coll_ringx_connect.c - how a module gets ready to serve: the members
+ * agree that every one has UCX, learn each other's worker addresses, map
+ * each other's windows and agree on the mailboxes.  Three collectives of
+ * the previous component, nonblocking ones, so that the connection can
+ * start inside a nonblocking call and advance in Open MPI's progress
+ * engine: a nonblocking call may run inside that engine (MPI_Comm_dup's
+ * context-id agreement is an MPI_Iallreduce started from a progress
+ * callback), where a blocking collective would never return.
+ *
+ *   agree     MAX over (no UCX here, address length, window description
+ *             length)
+ *   gather    every member's record: its key, worker address and window
+ *             description
+ *   mailbox   MIN over the mailbox settings (coll_ringx_mailbox.c)
+ */
+#include "coll_ringx.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/runtime/opal_progress.h"
+
+enum { C_AGREE, C_GATHER, C_MAILBOX, C_DONE };
+
+typedef struct connect_header {
+    uint64_t key;
+    uint64_t address_len;
+    uint64_t window_desc_len;
+} connect_header_t;
+
+struct ringx_connect {
+    int phase;
+    int rc;                         /* the first error; the rank still takes part */
+    struct ompi_communicator_t *comm;
+    ompi_request_t *req;            /* the previous component's collective under way */
+    int agree_local[3], agree_global[3];
+    size_t address_bytes, desc_bytes, record;
+    char *mine, *all;
+    char **windows;                 /* by rank: its window mapped here, or NULL */
+    int mailbox_local[RINGX_MAILBOX_AGREE_INTS], mailbox_global[RINGX_MAILBOX_AGREE_INTS];
+};
+
+static void pack_record(const ringx_connect_t *c)
+{
+    connect_header_t *h = (connect_header_t *)c->mine;
+    size_t address_len, desc_len;
+    const void *address = ringx_ucx_local_address(&address_len);
+    const void *desc = ringx_ucx_window_desc(&desc_len);
+
+    h->key = ringx_ucx_local_key();
+    h->address_len = address_len;
+    h->window_desc_len = desc_len;
+    memcpy(c->mine + sizeof(*h), address, address_len);
+    if (desc_len) {
+        memcpy(c->mine + sizeof(*h) + c->address_bytes, desc, desc_len);
+    }
+}
+
+static int post_agree(mca_coll_ringx_module_t *m, ringx_connect_t *c)
+{
+    size_t address_len = 0, desc_len = 0;
+
+    (void)ringx_ucx_local_address(&address_len);
+    (void)ringx_ucx_window_desc(&desc_len);
+    c->agree_local[0] = !ringx_ucx_ready();
+    c->agree_local[1] = (int)address_len;
+    c->agree_local[2] = (int)desc_len;
+    return m->prev_iallreduce(c->agree_local, c->agree_global, 3, MPI_INT, MPI_MAX, c->comm,
+                              &c->req, m->prev_iallreduce_module);
+}
+
+/* After the agreement: whether ringx can serve here at all. */
+static int usable(mca_coll_ringx_module_t *m, const ringx_connect_t *c)
+{
+    int without_ucx = c->agree_global[0];
+
+    if (!without_ucx && m->comm_id_common && m->comm_id <= RINGX_TAG_ID_MAX) {
+        return 1;
+    }
+    m->state = without_ucx ? RINGX_COMM_NO_TRANSPORT : RINGX_COMM_NO_COMMON_ID;
+    RINGX_LOG(1, "%s: %s; the previous component serves this communicator", c->comm->c_name,
+              without_ucx          ? "UCX is unavailable on some rank"
+              : !m->comm_id_common ? "its members share no context id (a communicator "
+                                     "made from a group or a session)"
+                                   : "its context id does not fit ringx's message tags");
+    return 0;
+}
+
+static int post_gather(mca_coll_ringx_module_t *m, ringx_connect_t *c)
+{
+    c->address_bytes = (size_t)c->agree_global[1];
+    c->desc_bytes = (size_t)c->agree_global[2];
+    c->record = (sizeof(connect_header_t) + c->address_bytes + c->desc_bytes + 7) & ~(size_t)7;
+    c->mine = calloc(1, c->record);
+    c->all = malloc(c->record * (size_t)m->size);
+    c->windows = calloc((size_t)m->size, sizeof(*c->windows));
+    m->peers = calloc((size_t)m->size, sizeof(*m->peers));
+    if (c->mine == NULL || c->all == NULL || c->windows == NULL || m->peers == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    pack_record(c);
+    return m->prev_iallgather(c->mine, (int)c->record, MPI_BYTE, c->all, (int)c->record,
+                              MPI_BYTE, c->comm, &c->req, m->prev_iallgather_module);
+}
+
+/* Every peer's endpoint, and its window mapped where it can be. */
+static int learn_peers(mca_coll_ringx_module_t *m, ringx_connect_t *c)
+{
+    for (int r = 0; r < m->size; r++) {
+        const char *rec = c->all + (size_t)r * c->record;
+        const connect_header_t *h = (const connect_header_t *)rec;
+        if (r == m->rank) {
+            continue;
+        }
+        m->peers[r] = ringx_ucx_peer(h->key, rec + sizeof(*h), (size_t)h->address_len);
+        if (m->peers[r] == NULL) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        if (h->window_desc_len) {
+            c->windows[r] = ringx_ucx_peer_window(m->peers[r], rec + sizeof(*h) + c->address_bytes,
+                                                  (size_t)h->window_desc_len);
+        }
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Collective: every rank takes part, a rank that failed without mailboxes. */
+static int post_mailbox(mca_coll_ringx_module_t *m, ringx_connect_t *c)
+{
+    ringx_mailbox_agree_local(m, c->rc == OMPI_SUCCESS ? c->windows : NULL, c->mailbox_local);
+    return m->prev_iallreduce(c->mailbox_local, c->mailbox_global, RINGX_MAILBOX_AGREE_INTS,
+                              MPI_INT, MPI_MIN, c->comm, &c->req, m->prev_iallreduce_module);
+}
+
+static void finish(mca_coll_ringx_module_t *m, ringx_connect_t *c)
+{
+    if (c->rc == OMPI_SUCCESS) {
+        c->rc = ringx_mailbox_connect(m, c->comm, c->windows, c->mailbox_global);
+    }
+    if (c->rc != OMPI_SUCCESS) {
+        free(m->peers);
+        m->peers = NULL;
+        m->state = RINGX_COMM_NO_TRANSPORT;
+        RINGX_LOG(1, "%s: connecting failed (%d); the previous component serves this "
+                     "communicator", c->comm->c_name, c->rc);
+        return;
+    }
+    m->state = RINGX_COMM_READY;
+    /* Read here, not at open: Open MPI sets mpi_yield_when_idle after it
+     * has selected the collectives of MPI_COMM_WORLD. */
+    ringx_ucx_set_yield(mca_coll_ringx_should_yield());
+    RINGX_LOG(2, "%s connected: id %u, %d ranks", c->comm->c_name, (unsigned)m->comm_id,
+              m->size);
+}
+
+static void release(mca_coll_ringx_module_t *m)
+{
+    ringx_connect_t *c = m->connect;
+    free(c->mine);
+    free(c->all);
+    free(c->windows);
+    OBJ_RELEASE(c->comm);
+    free(c);
+    m->connect = NULL;
+}
+
+/* The previous component's collective under way: 1 done (and freed), 0
+ * not yet. */
+static int collective_done(ringx_connect_t *c)
+{
+    if (!REQUEST_COMPLETE(c->req)) {
+        return 0;
+    }
+    if (c->req->req_status.MPI_ERROR != MPI_SUCCESS && c->rc == OMPI_SUCCESS) {
+        c->rc = OMPI_ERROR;
+    }
+    ompi_request_free(&c->req);
+    return 1;
+}
+
+int ringx_connect_start(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
+{
+    ringx_connect_t *c = calloc(1, sizeof(*c));
+    int rc;
+
+    if (c == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    c->comm = comm;
+    OBJ_RETAIN(comm);           /* the collectives below must not outlive it */
+    m->connect = c;
+    m->state = RINGX_COMM_CONNECTING;
+    rc = post_agree(m, c);
+    if (rc != OMPI_SUCCESS) {
+        m->state = RINGX_COMM_NO_TRANSPORT;
+        release(m);
+    }
+    return rc;
+}
+
+int ringx_connect_progress(mca_coll_ringx_module_t *m)
+{
+    ringx_connect_t *c = m->connect;
+    int rc = OMPI_SUCCESS;
+
+    if (m->state != RINGX_COMM_CONNECTING) {
+        return RINGX_DONE;
+    }
+    if (pthread_mutex_trylock(&m->connect_lock) != 0) {
+        return RINGX_PENDING;          /* another thread is advancing it */
+    }
+    while (rc == OMPI_SUCCESS && c->phase != C_DONE && collective_done(c)) {
+        switch (c->phase) {
+        case C_AGREE:
+            if (c->rc != OMPI_SUCCESS || !usable(m, c)) {
+                c->phase = C_DONE;
+                break;
+            }
+            rc = post_gather(m, c);
+            c->phase = C_GATHER;
+            break;
+        case C_GATHER:
+            c->rc = c->rc == OMPI_SUCCESS ? learn_peers(m, c) : c->rc;
+            rc = post_mailbox(m, c);
+            c->phase = C_MAILBOX;
+            break;
+        default:
+            finish(m, c);
+            c->phase = C_DONE;
+            break;
+        }
+    }
+    if (rc != OMPI_SUCCESS || c->phase == C_DONE) {
+        if (rc != OMPI_SUCCESS) {
+            m->state = RINGX_COMM_NO_TRANSPORT;
+            free(m->peers);
+            m->peers = NULL;
+        } else if (m->state == RINGX_COMM_CONNECTING) {
+            m->state = RINGX_COMM_NO_TRANSPORT;      /* the agreement itself failed */
+            rc = c->rc;
+        }
+        release(m);
+    }
+    pthread_mutex_unlock(&m->connect_lock);
+    return rc != OMPI_SUCCESS ? rc : m->state == RINGX_COMM_CONNECTING ? RINGX_PENDING : RINGX_DONE;
+}
+
+int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
+{
+    int rc = m->state == RINGX_COMM_UNCONNECTED ? ringx_connect_start(m, comm) : OMPI_SUCCESS;
+
+    while (rc == OMPI_SUCCESS && (rc = ringx_connect_progress(m)) == RINGX_PENDING) {
+        opal_progress();
+    }
+    /* nonblocking calls before this one may wait for the connection */
+    ringx_requests_connected(m);
+    return rc == RINGX_DONE ? OMPI_SUCCESS : rc;
+}

@@ -1,0 +1,414 @@
+/*
+ * coll_ringx_request.c - nonblocking calls: Open MPI requests whose
+ * schedules advance in Open MPI's progress engine.
+ *
+ * A started request joins the process's list of requests under way.
+ * ringx's progress callback (registered with opal_progress once the first
+ * request starts) and ringx's own waits advance every request on the list
+ * a step at a time; a request whose schedule is done leaves the list and
+ * is completed, after the list's lock is released (completion may run a
+ * callback that starts another call).  With several threads, whoever
+ * holds the lock advances everything; the others go on.
+ *
+ * A call on a communicator that is still connecting (the first calls
+ * there: coll_ringx_connect.c) is numbered at once, in call order, and
+ * waits in its module's queue; once the connection is over the queue is
+ * started in order, or, if ringx cannot serve the communicator after all
+ * (the same outcome on every rank), handed to the previous component in
+ * order.  A blocking call, for comparison, waits for the connection.
+ *
+ * A request holds its communicator and module until it is freed, so that
+ * neither goes away under a call still in flight.  Nonblocking calls on
+ * device memory are not served yet (their scratch lives in the module's
+ * CUDA state, which one call at a time owns): they go to the previous
+ * component, counted as fallback "memory".
+ */
+#include "coll_ringx.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/errhandler/errcode-internal.h"
+#include "opal/runtime/opal_progress.h"
+
+volatile int ringx_requests_active = 0;
+
+static struct {
+    pthread_mutex_t lock;
+    ringx_request_t *head;
+    mca_coll_ringx_module_t *connecting;    /* modules whose connection is under way */
+    int registered;
+} under_way = { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0 };
+
+static void request_construct(ringx_request_t *req)
+{
+    memset(&req->scratch, 0, sizeof(req->scratch));
+    req->module = NULL;
+    req->comm = NULL;
+    req->next = req->next_deferred = NULL;
+    req->status = OMPI_SUCCESS;
+    req->mpi_error = MPI_SUCCESS;
+    req->retained = 0;
+    req->prev = NULL;
+}
+
+static void release_args(ringx_request_t *req)
+{
+    if (req->retained) {
+        if (req->args.sdtype != NULL) {
+            OBJ_RELEASE(req->args.sdtype);
+        }
+        if (req->args.rdtype != NULL) {
+            OBJ_RELEASE(req->args.rdtype);
+        }
+        if (req->args.op != NULL) {
+            OBJ_RELEASE(req->args.op);
+        }
+        req->retained = 0;
+    }
+}
+
+static void request_destruct(ringx_request_t *req)
+{
+    release_args(req);
+    ringx_scratch_set_free(&req->scratch);
+}
+
+OBJ_CLASS_INSTANCE(ringx_request_t, ompi_request_t, request_construct, request_destruct);
+
+/* MPI_Request_free or the end of MPI_Wait/MPI_Test: only ever on a
+ * completed request (freeing an active nonblocking collective request is
+ * erroneous in MPI). */
+static int request_free(ompi_request_t **request)
+{
+    ringx_request_t *req = (ringx_request_t *)*request;
+    mca_coll_ringx_module_t *m = req->module;
+    struct ompi_communicator_t *comm = req->comm;
+
+    OMPI_REQUEST_FINI(&req->super);
+    OBJ_RELEASE(req);
+    *request = MPI_REQUEST_NULL;
+    if (m != NULL) {
+        OBJ_RELEASE(m);
+    }
+    if (comm != NULL) {
+        OBJ_RELEASE(comm);
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Collectives cannot be cancelled (MPI-3.1 section 5.12): nothing to do. */
+static int request_cancel(ompi_request_t *request, int complete)
+{
+    (void)request;
+    (void)complete;
+    return OMPI_SUCCESS;
+}
+
+ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m)
+{
+    ringx_request_t *req = OBJ_NEW(ringx_request_t);
+
+    if (req == NULL) {
+        return NULL;
+    }
+    OMPI_REQUEST_INIT(&req->super, false);
+    req->super.req_type = OMPI_REQUEST_COLL;
+    req->super.req_free = request_free;
+    req->super.req_cancel = request_cancel;
+    req->super.req_mpi_object.comm = NULL;
+    (void)m;
+    return req;
+}
+
+int ringx_admit_nonblocking(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                            ringx_coll_t coll, int buffers, ringx_request_t *req, int *rc)
+{
+    int reason;
+
+    if (buffers == RINGX_SERVE && req != NULL && ringx_memtype_on_device(req->call.mem.type)) {
+        RINGX_LOG(1, "i%s on %s: %s memory in a nonblocking call is not served yet",
+                  ringx_coll_name(coll), comm->c_name, ringx_memtype_name(req->call.mem.type));
+        buffers = RINGX_FALLBACK_MEMORY;
+    }
+    reason = ringx_admit(m, comm, coll, buffers, 0, rc);
+    if (reason != RINGX_SERVE && req != NULL) {
+        OMPI_REQUEST_FINI(&req->super);
+        OBJ_RELEASE(req);
+    } else if (req != NULL) {
+        req->comm = comm;
+    }
+    return reason;
+}
+
+/* ------------------------------------------------------------ progress */
+
+/* The outcome of a finished call, in the request. */
+static void finish_call(ringx_request_t *req, int rc)
+{
+    ringx_call_t *c = &req->call;
+
+    if (rc != RINGX_DONE) {
+        ringx_sched_abandon(&c->sched);
+    }
+    ringx_sched_cleanup(&c->sched);
+    req->status = ringx_mem_finish(&c->mem, rc == RINGX_DONE ? OMPI_SUCCESS : rc);
+    req->mpi_error =
+        req->status == OMPI_SUCCESS ? MPI_SUCCESS : ompi_errcode_get_mpi_code(req->status);
+}
+
+static void complete(ringx_request_t *req)
+{
+    req->super.req_status.MPI_ERROR = req->mpi_error;
+    ompi_request_complete(&req->super, true);
+}
+
+/* A call handed to the previous component: over when its request is. */
+static int advance_handed_on(ringx_request_t *req)
+{
+    if (!REQUEST_COMPLETE(req->prev)) {
+        return 0;
+    }
+    req->mpi_error = req->prev->req_status.MPI_ERROR;
+    ompi_request_free(&req->prev);
+    return 1;
+}
+
+/* One step of req; 1 when its call is over (finished or failed). */
+static int advance(ringx_request_t *req)
+{
+    int rc;
+
+    if (req->prev != NULL) {
+        return advance_handed_on(req);
+    }
+    if (req->call.mem.stage != NULL) {
+        ringx_stage_progress(&req->call.mem);
+    }
+    rc = ringx_sched_progress(&req->call.sched);
+    if (rc == RINGX_PENDING) {
+        return 0;
+    }
+    finish_call(req, rc);
+    return 1;
+}
+
+static void enqueue(ringx_request_t *req);
+
+/* Chooses, builds and starts the call on a connected module, or hands it
+ * on; then it is under way (or over at once). */
+static void begin(ringx_request_t *req)
+{
+    ringx_call_t *c = &req->call;
+    mca_coll_ringx_module_t *m = c->m;
+    int rc;
+
+    if (m->state != RINGX_COMM_READY) {
+        ringx_count_fallback(m, c->coll, ringx_module_fallback_reason(m), 0);
+        rc = req->args.delegate(req, &req->prev);
+        req->mpi_error = rc == OMPI_SUCCESS ? MPI_SUCCESS : ompi_errcode_get_mpi_code(rc);
+        if (rc != OMPI_SUCCESS) {
+            req->prev = NULL;
+            complete(req);
+            return;
+        }
+    } else {
+        c->mem.scratch = &req->scratch;
+        rc = ringx_mem_start(&c->mem, m, c->coll);
+        rc = rc == OMPI_SUCCESS ? ringx_call_build_nonblocking(c) : rc;
+        rc = rc == OMPI_SUCCESS ? ringx_sched_start(&c->sched) : rc;
+        if (rc != OMPI_SUCCESS) {
+            finish_call(req, rc);
+            complete(req);
+            return;
+        }
+        ringx_count(&mca_coll_ringx_counters.nonblocking[c->coll], 1);
+    }
+    if (advance(req)) {
+        complete(req);          /* small calls may be over at once */
+    } else {
+        enqueue(req);
+    }
+}
+
+/* The calls that waited for m's connection, in call order. */
+static void begin_deferred(mca_coll_ringx_module_t *m)
+{
+    ringx_request_t *req;
+
+    pthread_mutex_lock(&m->parked_lock);
+    req = m->deferred_head;
+    m->deferred_head = m->deferred_tail = NULL;
+    pthread_mutex_unlock(&m->parked_lock);
+    while (req != NULL) {
+        ringx_request_t *next = req->next_deferred;
+        req->next_deferred = NULL;
+        begin(req);
+        req = next;
+    }
+}
+
+/* The connections under way; the modules whose connection is over are
+ * returned, for their waiting calls to begin and their reference to go
+ * (after the lock: the last reference may destroy a module). */
+static mca_coll_ringx_module_t *advance_connections(void)
+{
+    mca_coll_ringx_module_t *over = NULL, **link = &under_way.connecting;
+
+    while (*link != NULL) {
+        mca_coll_ringx_module_t *m = *link;
+        if (ringx_connect_progress(m) != RINGX_PENDING) {
+            *link = m->next_connecting;
+            m->next_connecting = over;
+            over = m;
+            __atomic_fetch_sub(&ringx_requests_active, 1, __ATOMIC_RELAXED);
+        } else {
+            link = &m->next_connecting;
+        }
+    }
+    return over;
+}
+
+int ringx_requests_progress(void)
+{
+    ringx_request_t *done = NULL, **link;
+    mca_coll_ringx_module_t *connected;
+    int n = 0;
+
+    if (!ringx_requests_active || pthread_mutex_trylock(&under_way.lock) != 0) {
+        return 0;
+    }
+    (void)ringx_ucx_progress_worker();
+    connected = advance_connections();
+    link = &under_way.head;
+    while (*link != NULL) {
+        ringx_request_t *req = *link;
+        if (advance(req)) {
+            *link = req->next;
+            req->next = done;
+            done = req;
+            __atomic_fetch_sub(&ringx_requests_active, 1, __ATOMIC_RELAXED);
+        } else {
+            link = &req->next;
+        }
+    }
+    pthread_mutex_unlock(&under_way.lock);
+    while (connected != NULL) {
+        mca_coll_ringx_module_t *m = connected;
+        connected = m->next_connecting;
+        begin_deferred(m);
+        OBJ_RELEASE(m);
+    }
+    while (done != NULL) {
+        ringx_request_t *req = done;
+        done = req->next;
+        complete(req);
+        n++;
+    }
+    return n;
+}
+
+static int progress_callback(void)
+{
+    return ringx_requests_progress();
+}
+
+/* Under the lock. */
+static void register_callback(void)
+{
+    if (!under_way.registered) {
+        under_way.registered = opal_progress_register(progress_callback) == OPAL_SUCCESS;
+    }
+}
+
+static void enqueue(ringx_request_t *req)
+{
+    pthread_mutex_lock(&under_way.lock);
+    register_callback();
+    req->next = under_way.head;
+    under_way.head = req;
+    __atomic_fetch_add(&ringx_requests_active, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&under_way.lock);
+}
+
+void ringx_requests_watch(mca_coll_ringx_module_t *m)
+{
+    OBJ_RETAIN(m);
+    pthread_mutex_lock(&under_way.lock);
+    register_callback();
+    m->next_connecting = under_way.connecting;
+    under_way.connecting = m;
+    __atomic_fetch_add(&ringx_requests_active, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&under_way.lock);
+}
+
+void ringx_requests_close(void)
+{
+    pthread_mutex_lock(&under_way.lock);
+    if (under_way.registered) {
+        (void)opal_progress_unregister(progress_callback);
+        under_way.registered = 0;
+    }
+    pthread_mutex_unlock(&under_way.lock);
+}
+
+/* -------------------------------------------------------------- start */
+
+void ringx_requests_connected(mca_coll_ringx_module_t *m)
+{
+    begin_deferred(m);
+}
+
+/* Until the call begins: the datatypes and op may be freed by the caller
+ * in the meantime (MPI lets it), and the previous component may need them. */
+static void defer(ringx_request_t *req)
+{
+    mca_coll_ringx_module_t *m = req->call.m;
+
+    if (req->args.sdtype != NULL) {
+        OBJ_RETAIN(req->args.sdtype);
+    }
+    if (req->args.rdtype != NULL) {
+        OBJ_RETAIN(req->args.rdtype);
+    }
+    if (req->args.op != NULL) {
+        OBJ_RETAIN(req->args.op);
+    }
+    req->retained = 1;
+    pthread_mutex_lock(&m->parked_lock);
+    if (m->deferred_tail != NULL) {
+        m->deferred_tail->next_deferred = req;
+    } else {
+        m->deferred_head = req;
+    }
+    m->deferred_tail = req;
+    pthread_mutex_unlock(&m->parked_lock);
+}
+
+int ringx_request_start(ringx_request_t *req, const ringx_request_args_t *args,
+                        ompi_request_t **request)
+{
+    ringx_call_t *c = &req->call;
+    mca_coll_ringx_module_t *m = c->m;
+
+    req->args = *args;
+    c->sched.seq = m->seq++;        /* in call order, whenever the call begins */
+    OBJ_RETAIN(m);
+    OBJ_RETAIN(req->comm);
+    req->module = m;
+    req->super.req_state = OMPI_REQUEST_ACTIVE;
+    req->super.req_complete = REQUEST_PENDING;
+    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    *request = &req->super;
+    if (m->state == RINGX_COMM_CONNECTING) {
+        defer(req);
+        /* the connection may have ended before the call was queued */
+        if (m->state != RINGX_COMM_CONNECTING) {
+            begin_deferred(m);
+        }
+    } else {
+        begin(req);
+    }
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,111 @@
+/*
+ * coll_ringx_sched.c - a call's schedule: its engine, then the copies the
+ * collective owes, advanced by ringx_sched_progress (coll_ringx_sched.h).
+ */
+#include "coll_ringx.h"
+
+void ringx_sched_copy_after(ringx_sched_t *s, char *dst, const char *src, size_t len)
+{
+    if (s->ncopies < RINGX_SCHED_MAX_COPIES) {
+        s->copies[s->ncopies++] = (ringx_copy_t){ dst, src, len };
+    }
+}
+
+void ringx_sched_copy_before(ringx_sched_t *s, char *dst, const char *src, size_t len)
+{
+    s->before = (ringx_copy_t){ dst, src, len };
+}
+
+static ringx_mem_t *mem_of(ringx_sched_t *s)
+{
+    return s->engine == RINGX_ENGINE_RING ? s->u.ring.mem : s->u.xs.mem;
+}
+
+int ringx_sched_start(ringx_sched_t *s)
+{
+    int rc = s->before.len ? ringx_mem_copy(mem_of(s), s->before.dst, s->before.src,
+                                            s->before.len)
+                           : OMPI_SUCCESS;
+
+    s->started = 1;
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    switch (s->engine) {
+    case RINGX_ENGINE_RING:
+        return ringx_ring_start(&s->u.ring, s->seq);
+    case RINGX_ENGINE_EXCHANGE:
+        return ringx_xsched_start(&s->u.xs, s->seq);
+    default:
+        return OMPI_SUCCESS;
+    }
+}
+
+static int copies(ringx_sched_t *s, ringx_mem_t *mem)
+{
+    int rc = OMPI_SUCCESS;
+    for (int i = 0; rc == OMPI_SUCCESS && i < s->ncopies; i++) {
+        rc = ringx_mem_copy(mem, s->copies[i].dst, s->copies[i].src, s->copies[i].len);
+    }
+    return rc == OMPI_SUCCESS ? RINGX_DONE : rc;
+}
+
+int ringx_sched_progress(ringx_sched_t *s)
+{
+    int rc = RINGX_DONE;
+
+    switch (s->engine) {
+    case RINGX_ENGINE_RING:
+        rc = ringx_ring_progress(&s->u.ring);
+        break;
+    case RINGX_ENGINE_EXCHANGE:
+        rc = ringx_xsched_progress(&s->u.xs);
+        break;
+    default:
+        break;
+    }
+    return rc == RINGX_DONE && s->engine != RINGX_ENGINE_NONE ? copies(s, mem_of(s)) : rc;
+}
+
+void ringx_sched_abandon(ringx_sched_t *s)
+{
+    if (s->engine == RINGX_ENGINE_RING) {
+        ringx_ring_abandon(&s->u.ring);
+    } else if (s->engine == RINGX_ENGINE_EXCHANGE) {
+        ringx_xsched_abandon(&s->u.xs);
+    }
+}
+
+void ringx_sched_cleanup(ringx_sched_t *s)
+{
+    size_t sent = 0;
+
+    if (!s->started) {
+        return;
+    }
+    if (s->engine == RINGX_ENGINE_RING) {
+        sent = s->u.ring.bytes_sent;
+        ringx_ring_cleanup(&s->u.ring);
+    } else if (s->engine == RINGX_ENGINE_EXCHANGE) {
+        sent = s->u.xs.bytes_sent;
+        ringx_xsched_cleanup(&s->u.xs);
+    }
+    ringx_count(&mca_coll_ringx_counters.bytes_sent[s->coll], sent);
+    s->started = 0;
+}
+
+int ringx_sched_run(ringx_sched_t *s, ringx_mem_t *mem)
+{
+    unsigned idle = 0;
+    int rc = ringx_sched_start(s);
+
+    while (rc == OMPI_SUCCESS && (rc = ringx_sched_progress(s)) == RINGX_PENDING) {
+        ringx_mem_progress(mem, &idle);
+        rc = OMPI_SUCCESS;
+    }
+    if (rc != RINGX_DONE) {
+        ringx_sched_abandon(s);
+    }
+    ringx_sched_cleanup(s);
+    return rc == RINGX_DONE ? OMPI_SUCCESS : rc;
+}

@@ -1,0 +1,294 @@
+/*
+ * coll_ringx_sched.h - resumable schedules: what one call does, kept as
+ * state that a progress function advances a little at a time, never
+ * waiting.
+ *
+ * A schedule runs one engine, the pipelined ring walk (coll_ringx_ring.c)
+ * or a list of exchange steps (coll_ringx_exchange.c), and then the local
+ * copies the collective still owes (ringx_sched_t).  Each engine ends with
+ * the same end-of-call handshake (coll_ringx_handshake.c).  Every progress
+ * function returns RINGX_DONE, RINGX_PENDING (call it again once UCX or
+ * the copies have moved on) or an OMPI error code.  A blocking collective
+ * starts its schedule and waits for it (ringx_sched_wait); a nonblocking
+ * one starts it and leaves the rest to Open MPI's progress engine
+ * (coll_ringx_request.c).
+ *
+ * Schedules live inside their call (on the stack of a blocking call, in
+ * the request of a nonblocking one) and hold pointers into it: a schedule
+ * is never copied once built.
+ */
+#ifndef MCA_COLL_RINGX_SCHED_H
+#define MCA_COLL_RINGX_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringx_ops.h"
+#include "coll_ringx_decision.h"
+#include "coll_ringx_mem.h"
+
+struct mca_coll_ringx_module_t;
+
+#define RINGX_PENDING 0
+#define RINGX_DONE 1
+
+/* Receives in flight per walk: a fixed bound keeps per-call state inside
+ * the call instead of the heap. */
+#define RINGX_MAX_PIPELINE_DEPTH 16
+
+/* A reduction ringx performs itself. */
+typedef struct ringx_reduction {
+    ringx_type_t type;
+    ringx_op_t op;
+} ringx_reduction_t;
+
+/* ------------------------------------------------------------ handshake */
+
+/*
+ * The end of a call whose sends may outlive their receivers' interest: a
+ * send can stay incomplete inside UCX after its receiver has all the data
+ * (the last step of a rendezvous may wait for the receiver's UCX to
+ * progress, and a receiver that has gone back to the application may not
+ * progress ringx's worker for a long time).  So each rank says "fin" to
+ * every rank it received from; a rank whose sends are still pending waits
+ * for the fin of every rank it sent to instead of for UCX, and then lets
+ * its sends finish inside UCX.  When every send has already completed, the
+ * fins are left to arrive on their own (the module keeps the receives).
+ */
+#define RINGX_HANDSHAKE_MAX_PEERS 72
+
+typedef struct ringx_handshake {
+    int phase;
+    int nto, nfrom;
+    int to[RINGX_HANDSHAKE_MAX_PEERS];      /* ranks this one sent to */
+    int from[RINGX_HANDSHAKE_MAX_PEERS];    /* ranks this one received from */
+    ringx_xfer_t fin_send[RINGX_HANDSHAKE_MAX_PEERS];
+    ringx_xfer_t fin_recv[RINGX_HANDSHAKE_MAX_PEERS];
+} ringx_handshake_t;
+
+/* The sends of the engine that the handshake waits for or lets go. */
+typedef struct ringx_handshake_sends {
+    int (*complete)(void *engine);          /* 1 all done, 0 some pending, < 0 error */
+    void (*release)(void *engine);          /* leaves the pending ones to UCX */
+    void *engine;
+} ringx_handshake_sends_t;
+
+/* Adds a peer to the ranks sent to (to = 1) or received from, once. */
+void ringx_handshake_add(ringx_handshake_t *h, int to, int rank);
+int ringx_handshake_progress(ringx_handshake_t *h, struct mca_coll_ringx_module_t *m,
+                             ringx_mem_t *mem, uint32_t seq,
+                             const ringx_handshake_sends_t *sends);
+void ringx_handshake_abandon(ringx_handshake_t *h);
+
+/* --------------------------------------------------------------- ring */
+
+/*
+ * One ring walk (see ringx_schedule.h): nsteps steps over the p blocks of
+ * count elements; the first reduce_steps steps receive into scratch slots
+ * and reduce, the rest receive straight into place.  The collective says
+ * where each block is read from and written to.
+ */
+typedef struct ringx_ring ringx_ring_t;
+
+typedef struct ringx_ring_recv_target {
+    char *direct;              /* receive straight here, or NULL to reduce: */
+    char *reduce_dst;          /*   reduce_dst = reduce_local op received */
+    const char *reduce_local;
+    int dst_read_by_prev_send; /* reduce_dst is the source of step t-1's send */
+} ringx_ring_recv_target_t;
+
+typedef struct ringx_ring_cursor {
+    int step;
+    size_t seg;
+} ringx_ring_cursor_t;
+
+/* The walk's running state (coll_ringx_ring.c). */
+typedef struct ringx_ring_walk {
+    int phase;
+    ringx_peer_t *left;         /* sends to this rank */
+    ringx_peer_t *right;        /* receives from this rank */
+    size_t seg_elems;
+    size_t seg_bytes;
+    uint32_t seq;
+    int depth;                  /* receive window, in segments */
+    ringx_xfer_t recv_req[RINGX_MAX_PIPELINE_DEPTH];  /* by receive number % depth */
+    char *slots;                /* [depth] segments of scratch, for reducing steps */
+    ringx_ring_cursor_t next_post;
+    ringx_ring_cursor_t next_done;
+    size_t posted;
+    size_t done;
+    size_t max_segs;            /* segments of the largest block */
+    ringx_xfer_t *send_req;     /* [2][max_segs]: the sends of two consecutive steps */
+    ringx_xfer_t inline_send_req[8];  /* send_req when that is enough */
+    ringx_handshake_t handshake;
+} ringx_ring_walk_t;
+
+struct ringx_ring {
+    struct mca_coll_ringx_module_t *module;
+    ringx_mem_t *mem;
+    int nsteps;
+    int reduce_steps;
+    int shift;
+    size_t count;              /* elements in all p blocks together */
+    size_t elem_size;
+    ringx_reduction_t red;
+    void *ctx;                 /* the collective's own state */
+    const char *(*send_block)(const ringx_ring_t *ring, int step, int block);
+    void (*recv_block)(const ringx_ring_t *ring, int step, int block,
+                       ringx_ring_recv_target_t *target);
+    size_t bytes_sent;
+    ringx_ring_walk_t walk;
+};
+
+int ringx_ring_start(ringx_ring_t *ring, uint32_t seq);
+int ringx_ring_progress(ringx_ring_t *ring);
+void ringx_ring_abandon(ringx_ring_t *ring);
+void ringx_ring_cleanup(ringx_ring_t *ring);
+
+/* ------------------------------------------------------ exchange steps */
+
+/*
+ * The log(p) algorithms are lists of exchange steps (coll_ringx_exchange.c):
+ * each step sends send_bytes from send_buf to send_to and receives
+ * recv_bytes from recv_from, either straight into recv_buf or, when
+ * recv_buf is NULL, into scratch reduced as reduce_dst = reduce_local op
+ * received.  A peer of -1 (or 0 bytes) means no send or no receive.
+ */
+#define RINGX_XSCHED_MAX_STEPS 72
+
+typedef struct ringx_xstep {
+    int send_to;
+    const char *send_buf;
+    size_t send_bytes;
+    int recv_from;
+    char *recv_buf;
+    char *reduce_dst;
+    const char *reduce_local;
+    size_t recv_bytes;
+} ringx_xstep_t;
+
+typedef struct ringx_pending_send {
+    ringx_xfer_t req;
+    const char *buf;
+    size_t len;
+} ringx_pending_send_t;
+
+/* The steps' running state (coll_ringx_exchange.c). */
+typedef struct ringx_exchange {
+    int phase;
+    int step;                   /* the step under way */
+    size_t posted, done;        /* its receive segments */
+    size_t seg_bytes;
+    uint32_t seq;               /* message tags */
+    uint32_t mailbox_seq;       /* mailbox slots (mailboxes only) */
+    int depth;
+    char *slots;                /* [depth] scratch segments */
+    ringx_xfer_t recv_req[RINGX_MAX_PIPELINE_DEPTH];
+    ringx_pending_send_t *sends;      /* inline_sends until more are needed */
+    size_t nsends, cap_sends;
+    ringx_pending_send_t inline_sends[16];
+    int mailbox_used;
+    ringx_handshake_t handshake;
+} ringx_exchange_t;
+
+typedef struct ringx_xsched {
+    struct mca_coll_ringx_module_t *module;
+    ringx_mem_t *mem;
+    ringx_coll_t coll;
+    ringx_reduction_t red;
+    size_t elem_size;
+    size_t total_bytes;        /* the call's whole buffer: same on every rank */
+    int mailboxes;             /* small steps may go through the mailboxes (blocking calls) */
+    int nsteps;
+    ringx_xstep_t steps[RINGX_XSCHED_MAX_STEPS];
+    size_t bytes_sent;
+    char *copy_dst;            /* a local copy made once step 0 is under way */
+    const char *copy_src;
+    size_t copy_bytes;
+    ringx_exchange_t x;
+} ringx_xsched_t;
+
+/* Starts an empty schedule (only the header is set: the step array is
+ * large and filled step by step). */
+void ringx_xsched_init(ringx_xsched_t *s, struct mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                       ringx_coll_t coll, ringx_reduction_t red, size_t elem_size,
+                       size_t total_bytes);
+
+/* Appends a step that only sends, only receives, or both. */
+void ringx_xsched_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);
+void ringx_xsched_recv(ringx_xsched_t *s, int from, char *buf, size_t bytes);
+void ringx_xsched_reduce(ringx_xsched_t *s, int from, char *dst, const char *local,
+                         size_t bytes);
+/* Appends an empty step.  Steps are numbered alike on every rank (the
+ * number is part of the message tags), so a rank with nothing to do at a
+ * step still takes it. */
+void ringx_xsched_skip(ringx_xsched_t *s);
+/* Adds a send to the last step (the two halves of one exchange). */
+void ringx_xsched_also_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);
+
+/* A copy within this rank's memory that no transfer of step 0 touches (an
+ * allgather's own block): made while step 0's messages travel, instead of
+ * before them. */
+void ringx_xsched_local_copy(ringx_xsched_t *s, char *dst, const char *src, size_t bytes);
+
+int ringx_xsched_start(ringx_xsched_t *s, uint32_t seq);
+int ringx_xsched_progress(ringx_xsched_t *s);
+void ringx_xsched_abandon(ringx_xsched_t *s);
+void ringx_xsched_cleanup(ringx_xsched_t *s);
+
+/* ----------------------------------------------------------- schedule */
+
+/* A local copy the collective owes after its engine (a rotation, a block
+ * kept aside while in place). */
+typedef struct ringx_copy {
+    char *dst;
+    const char *src;
+    size_t len;
+} ringx_copy_t;
+
+typedef enum ringx_engine {
+    RINGX_ENGINE_NONE,          /* only the copies */
+    RINGX_ENGINE_RING,
+    RINGX_ENGINE_EXCHANGE
+} ringx_engine_t;
+
+/* The buffers the ring's block functions read (ringx_ring_t.ctx). */
+typedef struct ringx_ring_bufs {
+    const char *input;          /* the caller's data */
+    char *result;
+    char *partial[2];           /* reduce_scatter_block's partial sums */
+} ringx_ring_bufs_t;
+
+#define RINGX_SCHED_MAX_COPIES 2
+
+typedef struct ringx_sched {
+    ringx_engine_t engine;
+    int started;
+    ringx_coll_t coll;
+    uint32_t seq;               /* the call's number in the message tags */
+    ringx_ring_bufs_t bufs;
+    ringx_copy_t before;        /* made when the schedule starts */
+    int ncopies;
+    ringx_copy_t copies[RINGX_SCHED_MAX_COPIES];
+    union {
+        ringx_ring_t ring;
+        ringx_xsched_t xs;
+    } u;
+} ringx_sched_t;
+
+/* A copy made when the schedule starts, before its engine's first
+ * transfer; copies made once the engine has finished, in order. */
+void ringx_sched_copy_before(ringx_sched_t *s, char *dst, const char *src, size_t len);
+void ringx_sched_copy_after(ringx_sched_t *s, char *dst, const char *src, size_t len);
+
+int ringx_sched_start(ringx_sched_t *s);
+int ringx_sched_progress(ringx_sched_t *s);
+/* After an error: outstanding receives cancelled, sends left to UCX. */
+void ringx_sched_abandon(ringx_sched_t *s);
+/* Frees what the engine allocated; counts the bytes it sent. */
+void ringx_sched_cleanup(ringx_sched_t *s);
+
+/* Start, then progress until done (blocking collectives). */
+int ringx_sched_run(ringx_sched_t *s, ringx_mem_t *mem);
+
+#endif /* MCA_COLL_RINGX_SCHED_H */
