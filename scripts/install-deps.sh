@@ -76,7 +76,7 @@ fetch_ompi_source() {
     fi
     echo "install-deps: the installed Open MPI devel headers are incomplete;" \
          "fetching $src_pkg $version's source (apt-get source) for the missing ones"
-    mkdir -p "$deps"
+    mkdir -p "$deps/apt"
     private_apt_options "$deps/apt" > "$deps/apt/options"
     mapfile -t opts < "$deps/apt/options"
     # A repository without sources (a vendor's) only costs a warning.
