@@ -82,6 +82,7 @@ typedef struct ringx_counters {
     unsigned long long staged[RINGX_COLL_COUNT];      /* calls through bounce buffers */
     unsigned long long mailbox[RINGX_COLL_COUNT];     /* calls with mailbox messages */
     unsigned long long nonblocking[RINGX_COLL_COUNT]; /* nonblocking calls served */
+    unsigned long long persistent[RINGX_COLL_COUNT];  /* starts of persistent calls served */
 } ringx_counters_t;
 
 extern ringx_counters_t mca_coll_ringx_counters;
@@ -159,6 +160,12 @@ typedef struct mca_coll_ringx_module_t {
     mca_coll_base_module_t *prev_iallgather_module;
     mca_coll_base_module_ireduce_scatter_block_fn_t prev_ireduce_scatter_block;
     mca_coll_base_module_t *prev_ireduce_scatter_block_module;
+    mca_coll_base_module_allreduce_init_fn_t prev_allreduce_init;
+    mca_coll_base_module_t *prev_allreduce_init_module;
+    mca_coll_base_module_allgather_init_fn_t prev_allgather_init;
+    mca_coll_base_module_t *prev_allgather_init_module;
+    mca_coll_base_module_reduce_scatter_block_init_fn_t prev_reduce_scatter_block_init;
+    mca_coll_base_module_t *prev_reduce_scatter_block_init_module;
 
     /* per-communicator transport state */
     struct ompi_communicator_t *comm;     /* the module's communicator (not retained) */
@@ -286,6 +293,7 @@ typedef struct ringx_call {
     size_t elem_size;
     ringx_reduction_t red;
     int blocking;               /* mailboxes and outboxes allowed */
+    ringx_decision_t choice;    /* of a nonblocking or persistent call */
     ringx_sched_t sched;
 } ringx_call_t;
 
@@ -333,9 +341,11 @@ size_t ringx_call_bytes(const ringx_call_t *c);
  */
 int ringx_call_serve(ringx_call_t *c);
 
-/* The choice of a nonblocking call (message-based algorithms only),
- * counted and logged, and its schedule built. */
-int ringx_call_build_nonblocking(ringx_call_t *c);
+/* The choice of a nonblocking or persistent call (message-based
+ * algorithms only) and its schedule built; ringx_call_count counts and
+ * logs the choice (a persistent call: at every start). */
+int ringx_call_build_message_based(ringx_call_t *c);
+void ringx_call_count(const ringx_call_t *c);
 
 /* ------------------------------------------------------------- requests */
 
@@ -373,13 +383,19 @@ struct ringx_request {
 
 OBJ_CLASS_DECLARATION(ringx_request_t);
 
-/* A fresh request for a call on m, or NULL. */
-ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m);
+/* A fresh request for a call on m (a persistent one: MPI_..._init), or
+ * NULL. */
+ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m, int persistent);
 
-/* ringx_admit for a nonblocking call; a call ringx does not serve (the
- * reason counted and logged) frees req. */
+/* ringx_admit for a nonblocking or persistent call; a call ringx does not
+ * serve (the reason counted and logged) frees req. */
 int ringx_admit_nonblocking(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
-                            ringx_coll_t coll, int buffers, ringx_request_t *req, int *rc);
+                            ringx_coll_t coll, int buffers, ringx_request_t *req, int persistent,
+                            int *rc);
+
+/* A persistent call's init: its choice, schedule and scratch, made once;
+ * every MPI_Start then runs it.  Sets *request. */
+int ringx_request_init(ringx_request_t *req, ompi_request_t **request);
 
 /* Numbers req's call and chooses, builds and starts it, or, while the
  * communicator connects, leaves that for when it is connected; sets
@@ -579,6 +595,23 @@ int mca_coll_ringx_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
                                          struct ompi_communicator_t *comm,
                                          ompi_request_t **request,
                                          mca_coll_base_module_t *module);
+
+int mca_coll_ringx_allreduce_init(const void *sbuf, void *rbuf, int count,
+                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                  ompi_request_t **request, mca_coll_base_module_t *module);
+
+int mca_coll_ringx_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                  void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                                  struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                  ompi_request_t **request, mca_coll_base_module_t *module);
+
+int mca_coll_ringx_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+                                             struct ompi_datatype_t *dtype,
+                                             struct ompi_op_t *op,
+                                             struct ompi_communicator_t *comm,
+                                             struct ompi_info_t *info, ompi_request_t **request,
+                                             mca_coll_base_module_t *module);
 
 END_C_DECLS
 

@@ -322,13 +322,13 @@ int mca_coll_ringx_iallgather(const void *sbuf, int scount, struct ompi_datatype
                               mca_coll_base_module_t *module)
 {
     mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ringx_request_t *req = ringx_request_new(m);
+    ringx_request_t *req = ringx_request_new(m, 0);
     int rc;
     int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
                               : prepare(&req->call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
                                         m, 0);
 
-    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLGATHER, buffers, req, &rc) !=
+    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLGATHER, buffers, req, 0, &rc) !=
         RINGX_SERVE) {
         return rc != OMPI_SUCCESS ? rc
                                   : m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount,
@@ -337,4 +337,26 @@ int mca_coll_ringx_iallgather(const void *sbuf, int scount, struct ompi_datatype
     }
     ringx_request_args_t args = { sbuf, rbuf, scount, rcount, sdtype, rdtype, NULL, hand_on };
     return ringx_request_start(req, &args, request);
+}
+
+int mca_coll_ringx_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                  void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                                  struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                  ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    ringx_request_t *req = ringx_request_new(m, 1);
+    int rc;
+    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
+                              : prepare(&req->call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                        m, 0);
+
+    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLGATHER, buffers, req, 1, &rc) !=
+        RINGX_SERVE) {
+        return rc != OMPI_SUCCESS
+                   ? rc
+                   : m->prev_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info,
+                                            request, m->prev_allgather_init_module);
+    }
+    return ringx_request_init(req, request);
 }

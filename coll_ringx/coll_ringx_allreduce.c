@@ -350,13 +350,13 @@ int mca_coll_ringx_iallreduce(const void *sbuf, void *rbuf, int count,
                               mca_coll_base_module_t *module)
 {
     mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ringx_request_t *req = ringx_request_new(m);
+    ringx_request_t *req = ringx_request_new(m, 0);
     int rc;
     int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
                               : ringx_call_prepare_reduction(&req->call, m, RINGX_COLL_ALLREDUCE,
                                                              sbuf, rbuf, count, dtype, op, 0);
 
-    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLREDUCE, buffers, req, &rc) !=
+    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLREDUCE, buffers, req, 0, &rc) !=
         RINGX_SERVE) {
         return rc != OMPI_SUCCESS ? rc
                                   : m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm,
@@ -364,4 +364,26 @@ int mca_coll_ringx_iallreduce(const void *sbuf, void *rbuf, int count,
     }
     ringx_request_args_t args = { sbuf, rbuf, count, count, NULL, dtype, op, hand_on };
     return ringx_request_start(req, &args, request);
+}
+
+int mca_coll_ringx_allreduce_init(const void *sbuf, void *rbuf, int count,
+                                  struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                  ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    ringx_request_t *req = ringx_request_new(m, 1);
+    int rc;
+    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
+                              : ringx_call_prepare_reduction(&req->call, m, RINGX_COLL_ALLREDUCE,
+                                                             sbuf, rbuf, count, dtype, op, 0);
+
+    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLREDUCE, buffers, req, 1, &rc) !=
+        RINGX_SERVE) {
+        return rc != OMPI_SUCCESS
+                   ? rc
+                   : m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
+                                            m->prev_allreduce_init_module);
+    }
+    return ringx_request_init(req, request);
 }

@@ -21,6 +21,7 @@ void ringx_call_init(ringx_call_t *c, mca_coll_ringx_module_t *m, ringx_coll_t c
     c->count = c->elem_size = 0;
     c->sched.engine = RINGX_ENGINE_NONE;
     c->sched.started = 0;
+    c->sched.persistent = 0;
     c->sched.coll = coll;
     c->sched.ncopies = 0;
     c->sched.before.len = 0;
@@ -93,8 +94,8 @@ static ringx_decision_t decision(const ringx_call_t *c, int shared_memory)
 static void record_choice(const ringx_call_t *c, ringx_decision_t d)
 {
     ringx_count(&mca_coll_ringx_counters.calls[c->coll][d.alg], 1);
-    RINGX_LOG(2, "%s%s: %s, %zu bytes, %d ranks, comm id %u (%s)", c->blocking ? "" : "i",
-              ringx_coll_name(c->coll), ringx_alg_name(d.alg), ringx_call_bytes(c), c->m->size,
+    RINGX_LOG(2, "%s%s%s: %s, %zu bytes, %d ranks, comm id %u (%s)", c->blocking ? "" : "i",
+              ringx_coll_name(c->coll), c->sched.persistent ? "_init" : "", ringx_alg_name(d.alg), ringx_call_bytes(c), c->m->size,
               (unsigned)c->m->comm_id, d.why);
 }
 
@@ -143,18 +144,23 @@ int ringx_call_serve(ringx_call_t *c)
     return ringx_mem_finish(&c->mem, rc);
 }
 
-/* Nonblocking calls may still be under way when later calls start, so
- * they choose as across nodes: no direct reads, and no mailboxes in the
- * exchange steps (ringx_call_t.blocking).  The call's number
- * (c->sched.seq) is set already. */
-int ringx_call_build_nonblocking(ringx_call_t *c)
+/* Nonblocking and persistent calls may still be under way when later
+ * calls start, so they choose as across nodes: no direct reads, and no
+ * mailboxes in the exchange steps (ringx_call_t.blocking). */
+int ringx_call_build_message_based(ringx_call_t *c)
 {
-    ringx_decision_t d = decision(c, 0);
-    const ringx_alg_impl_t *impl = impl_of(c->coll, d.alg);
+    const ringx_alg_impl_t *impl;
 
-    record_choice(c, d);
+    c->choice = decision(c, 0);
+    impl = impl_of(c->coll, c->choice.alg);
     if (ringx_call_bytes(c) == 0) {
         return OMPI_SUCCESS;        /* nothing to do: an empty schedule */
     }
-    return impl != NULL && impl->build != NULL ? impl->build(c, d.alg) : OMPI_ERR_NOT_SUPPORTED;
+    return impl != NULL && impl->build != NULL ? impl->build(c, c->choice.alg)
+                                               : OMPI_ERR_NOT_SUPPORTED;
+}
+
+void ringx_call_count(const ringx_call_t *c)
+{
+    record_choice(c, c->choice);
 }

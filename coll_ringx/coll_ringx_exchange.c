@@ -54,8 +54,10 @@ static int sends_done_reading(xs_t *s, const char *buf, size_t len)
     return clear;
 }
 
-static int grow_sends(ringx_exchange_t *x)
+/* Rarely needed: prepare allocates for every send segment of the steps. */
+static int grow_sends(xs_t *s)
 {
+    ringx_exchange_t *x = &s->x;
     size_t cap = 2 * x->cap_sends;
     ringx_pending_send_t *grown = malloc(cap * sizeof(*grown));
 
@@ -63,18 +65,16 @@ static int grow_sends(ringx_exchange_t *x)
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     memcpy(grown, x->sends, x->nsends * sizeof(*grown));
-    if (x->sends != x->inline_sends) {
-        free(x->sends);
-    }
-    x->sends = grown;
-    x->cap_sends = cap;
+    free(s->heap_sends);
+    s->heap_sends = x->sends = grown;
+    s->heap_sends_count = x->cap_sends = cap;
     return OMPI_SUCCESS;
 }
 
 static int post_send(xs_t *s, int step, size_t seg, int to, const char *buf, size_t len)
 {
     ringx_exchange_t *x = &s->x;
-    int rc = x->nsends == x->cap_sends ? grow_sends(x) : OMPI_SUCCESS;
+    int rc = x->nsends == x->cap_sends ? grow_sends(s) : OMPI_SUCCESS;
 
     if (rc != OMPI_SUCCESS) {
         return rc;
@@ -329,11 +329,11 @@ void ringx_xsched_abandon(ringx_xsched_t *s)
     ringx_handshake_abandon(&x->handshake);
 }
 
-void ringx_xsched_cleanup(ringx_xsched_t *s)
+void ringx_xsched_release(ringx_xsched_t *s)
 {
-    if (s->x.sends != s->x.inline_sends) {
-        free(s->x.sends);
-    }
+    free(s->heap_sends);
+    s->heap_sends = NULL;
+    s->heap_sends_count = 0;
     s->x.sends = s->x.inline_sends;
 }
 
@@ -348,29 +348,62 @@ static size_t slots_bytes(const xs_t *s)
     return bytes;
 }
 
+/* Every send segment of the steps (the most that can be pending). */
+static size_t send_segments(const xs_t *s)
+{
+    size_t n = 0;
+    for (int i = 0; i < s->nsteps; i++) {
+        n += s->steps[i].send_to >= 0 ? nsegs(s, s->steps[i].send_bytes) : 0;
+    }
+    return n;
+}
+
+int ringx_xsched_prepare(ringx_xsched_t *s)
+{
+    ringx_exchange_t *x = &s->x;
+    size_t sends;
+    int reduces = 0;
+
+    for (int i = 0; i < s->nsteps; i++) {
+        reduces |= s->steps[i].recv_from >= 0 && s->steps[i].recv_buf == NULL;
+    }
+    x->seg_bytes = ringx_segment_elems(mca_coll_ringx_component.segment_size, s->elem_size) *
+                   s->elem_size;
+    x->depth = mca_coll_ringx_component.pipeline_depth;
+    sends = send_segments(s);
+    if (sends <= sizeof(x->inline_sends) / sizeof(x->inline_sends[0])) {
+        x->sends = x->inline_sends;
+        x->cap_sends = sizeof(x->inline_sends) / sizeof(x->inline_sends[0]);
+    } else {
+        if (s->heap_sends_count < sends) {
+            free(s->heap_sends);
+            s->heap_sends = malloc(sends * sizeof(*s->heap_sends));
+            s->heap_sends_count = s->heap_sends != NULL ? sends : 0;
+        }
+        x->sends = s->heap_sends;
+        x->cap_sends = s->heap_sends_count;
+    }
+    x->slots = reduces ? ringx_mem_scratch(s->mem, RINGX_SCRATCH_SEGMENTS, slots_bytes(s)) : NULL;
+    return x->sends == NULL || (reduces && x->slots == NULL) ? OMPI_ERR_OUT_OF_RESOURCE
+                                                              : OMPI_SUCCESS;
+}
+
 int ringx_xsched_start(ringx_xsched_t *s, uint32_t seq)
 {
     mca_coll_ringx_module_t *m = s->module;
     ringx_exchange_t *x = &s->x;
-    int reduces = 0;
+    int rc;
 
     memset(x, 0, sizeof(*x));
+    if ((rc = ringx_xsched_prepare(s)) != OMPI_SUCCESS) {
+        return rc;
+    }
     for (int i = 0; i < s->nsteps; i++) {
-        reduces |= s->steps[i].recv_from >= 0 && s->steps[i].recv_buf == NULL;
         ringx_handshake_add(&x->handshake, 1, s->steps[i].send_to);
         ringx_handshake_add(&x->handshake, 0, s->steps[i].recv_from);
     }
-    x->sends = x->inline_sends;
-    x->cap_sends = sizeof(x->inline_sends) / sizeof(x->inline_sends[0]);
-    x->seg_bytes = ringx_segment_elems(mca_coll_ringx_component.segment_size, s->elem_size) *
-                   s->elem_size;
     x->seq = seq;
     x->mailbox_seq = s->mailboxes ? ringx_mailbox_next_call(m) : 0;
-    x->depth = mca_coll_ringx_component.pipeline_depth;
-    x->slots = reduces ? ringx_mem_scratch(s->mem, RINGX_SCRATCH_SEGMENTS, slots_bytes(s)) : NULL;
-    if (reduces && x->slots == NULL) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
     x->phase = s->nsteps > 0 ? X_SEND : X_FINISH;
     /* a schedule without steps still makes its copy */
     return s->nsteps == 0 && s->copy_bytes ? local_copy(s) : OMPI_SUCCESS;
@@ -392,6 +425,8 @@ void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_
     s->nsteps = 0;
     s->bytes_sent = 0;
     s->copy_bytes = 0;
+    s->heap_sends = NULL;
+    s->heap_sends_count = 0;
 }
 
 void ringx_xsched_local_copy(ringx_xsched_t *s, char *dst, const char *src, size_t bytes)

@@ -33,6 +33,12 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->prev_iallgather_module = NULL;
     m->prev_ireduce_scatter_block = NULL;
     m->prev_ireduce_scatter_block_module = NULL;
+    m->prev_allreduce_init = NULL;
+    m->prev_allreduce_init_module = NULL;
+    m->prev_allgather_init = NULL;
+    m->prev_allgather_init_module = NULL;
+    m->prev_reduce_scatter_block_init = NULL;
+    m->prev_reduce_scatter_block_init_module = NULL;
     m->state = RINGX_COMM_UNCONNECTED;
     m->comm = NULL;
     m->rank = m->size = 0;
@@ -72,6 +78,9 @@ static void release_state(mca_coll_ringx_module_t *m)
     RELEASE_PREV(m, iallreduce);
     RELEASE_PREV(m, iallgather);
     RELEASE_PREV(m, ireduce_scatter_block);
+    RELEASE_PREV(m, allreduce_init);
+    RELEASE_PREV(m, allgather_init);
+    RELEASE_PREV(m, reduce_scatter_block_init);
     free(m->peers);
     m->peers = NULL;
     ringx_mailbox_disconnect(m);
@@ -123,12 +132,17 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     SAVE_PREV(m, comm, iallreduce);
     SAVE_PREV(m, comm, iallgather);
     SAVE_PREV(m, comm, ireduce_scatter_block);
+    SAVE_PREV(m, comm, allreduce_init);
+    SAVE_PREV(m, comm, allgather_init);
+    SAVE_PREV(m, comm, reduce_scatter_block_init);
     if (m->prev_allreduce == NULL || m->prev_allgather == NULL ||
         m->prev_reduce_scatter_block == NULL || m->prev_iallreduce == NULL ||
-        m->prev_iallgather == NULL || m->prev_ireduce_scatter_block == NULL) {
+        m->prev_iallgather == NULL || m->prev_ireduce_scatter_block == NULL ||
+        m->prev_allreduce_init == NULL || m->prev_allgather_init == NULL ||
+        m->prev_reduce_scatter_block_init == NULL) {
         RINGX_LOG(1, "no other component (selected or from coll_ringx_fill) serves allreduce, "
-                     "allgather and reduce_scatter_block and their nonblocking forms on %s: "
-                     "ringx stays off there", comm->c_name);
+                     "allgather and reduce_scatter_block and their nonblocking and persistent "
+                     "forms on %s: ringx stays off there", comm->c_name);
         release_state(m);
         return OMPI_ERROR;
     }
@@ -186,6 +200,9 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
     m->super.coll_iallreduce = mca_coll_ringx_iallreduce;
     m->super.coll_iallgather = mca_coll_ringx_iallgather;
     m->super.coll_ireduce_scatter_block = mca_coll_ringx_ireduce_scatter_block;
+    m->super.coll_allreduce_init = mca_coll_ringx_allreduce_init;
+    m->super.coll_allgather_init = mca_coll_ringx_allgather_init;
+    m->super.coll_reduce_scatter_block_init = mca_coll_ringx_reduce_scatter_block_init;
     return &m->super;
 }
 

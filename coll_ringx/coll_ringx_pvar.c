@@ -40,6 +40,8 @@ static const struct {
       mca_coll_ringx_counters.staged },
     { "nonblocking", "nonblocking %s calls (MPI_I...) served by ringx; also counted under "
       "their algorithm", mca_coll_ringx_counters.nonblocking },
+    { "persistent", "starts of persistent %s calls (..._init, MPI_Start) served by ringx; also "
+      "counted under their algorithm", mca_coll_ringx_counters.persistent },
     { "mailbox", "%s calls served by ringx that wrote or read at least one message through "
                  "the mailboxes (coll_ringx_mailbox_bytes)",
       mca_coll_ringx_counters.mailbox },

@@ -86,6 +86,10 @@ static int request_free(ompi_request_t **request)
     mca_coll_ringx_module_t *m = req->module;
     struct ompi_communicator_t *comm = req->comm;
 
+    if (req->call.sched.persistent) {
+        ringx_sched_release(&req->call.sched);
+        (void)ringx_mem_finish(&req->call.mem, OMPI_SUCCESS);
+    }
     OMPI_REQUEST_FINI(&req->super);
     OBJ_RELEASE(req);
     *request = MPI_REQUEST_NULL;
@@ -106,33 +110,44 @@ static int request_cancel(ompi_request_t *request, int complete)
     return OMPI_SUCCESS;
 }
 
-ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m)
+static int request_start(size_t count, ompi_request_t **requests);
+
+ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m, int persistent)
 {
     ringx_request_t *req = OBJ_NEW(ringx_request_t);
 
     if (req == NULL) {
         return NULL;
     }
-    OMPI_REQUEST_INIT(&req->super, false);
+    OMPI_REQUEST_INIT(&req->super, persistent != 0);
     req->super.req_type = OMPI_REQUEST_COLL;
     req->super.req_free = request_free;
     req->super.req_cancel = request_cancel;
+    req->super.req_start = persistent ? request_start : NULL;
     req->super.req_mpi_object.comm = NULL;
     (void)m;
     return req;
 }
 
 int ringx_admit_nonblocking(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
-                            ringx_coll_t coll, int buffers, ringx_request_t *req, int *rc)
+                            ringx_coll_t coll, int buffers, ringx_request_t *req, int persistent,
+                            int *rc)
 {
     int reason;
 
-    if (buffers == RINGX_SERVE && req != NULL && ringx_memtype_on_device(req->call.mem.type)) {
-        RINGX_LOG(1, "i%s on %s: %s memory in a nonblocking call is not served yet",
-                  ringx_coll_name(coll), comm->c_name, ringx_memtype_name(req->call.mem.type));
+    if (buffers == RINGX_SERVE && req != NULL &&
+        (ringx_memtype_on_device(req->call.mem.type) ||
+         (persistent && mca_coll_ringx_component.stage_host_buffers))) {
+        RINGX_LOG(1, "%s%s on %s: %s memory%s in a %s call is not served yet",
+                  persistent ? "" : "i", ringx_coll_name(coll), comm->c_name,
+                  ringx_memtype_name(req->call.mem.type),
+                  ringx_memtype_on_device(req->call.mem.type) ? "" : ", staged",
+                  persistent ? "persistent" : "nonblocking");
         buffers = RINGX_FALLBACK_MEMORY;
     }
-    reason = ringx_admit(m, comm, coll, buffers, 0, rc);
+    /* A persistent call's init waits for the connection, as a blocking call
+     * does: its starts then allocate nothing and never wait for it. */
+    reason = ringx_admit(m, comm, coll, buffers, persistent, rc);
     if (reason != RINGX_SERVE && req != NULL) {
         OMPI_REQUEST_FINI(&req->super);
         OBJ_RELEASE(req);
@@ -153,7 +168,9 @@ static void finish_call(ringx_request_t *req, int rc)
         ringx_sched_abandon(&c->sched);
     }
     ringx_sched_cleanup(&c->sched);
-    req->status = ringx_mem_finish(&c->mem, rc == RINGX_DONE ? OMPI_SUCCESS : rc);
+    rc = rc == RINGX_DONE ? OMPI_SUCCESS : rc;
+    /* a persistent call keeps its memory started until it is freed */
+    req->status = c->sched.persistent ? rc : ringx_mem_finish(&c->mem, rc);
     req->mpi_error =
         req->status == OMPI_SUCCESS ? MPI_SUCCESS : ompi_errcode_get_mpi_code(req->status);
 }
@@ -216,8 +233,11 @@ static void begin(ringx_request_t *req)
     } else {
         c->mem.scratch = &req->scratch;
         rc = ringx_mem_start(&c->mem, m, c->coll);
-        rc = rc == OMPI_SUCCESS ? ringx_call_build_nonblocking(c) : rc;
-        rc = rc == OMPI_SUCCESS ? ringx_sched_start(&c->sched) : rc;
+        rc = rc == OMPI_SUCCESS ? ringx_call_build_message_based(c) : rc;
+        if (rc == OMPI_SUCCESS) {
+            ringx_call_count(c);
+            rc = ringx_sched_start(&c->sched);
+        }
         if (rc != OMPI_SUCCESS) {
             finish_call(req, rc);
             complete(req);
@@ -409,6 +429,62 @@ int ringx_request_start(ringx_request_t *req, const ringx_request_args_t *args,
         }
     } else {
         begin(req);
+    }
+    return OMPI_SUCCESS;
+}
+
+/* ---------------------------------------------------------- persistent */
+
+int ringx_request_init(ringx_request_t *req, ompi_request_t **request)
+{
+    ringx_call_t *c = &req->call;
+    mca_coll_ringx_module_t *m = c->m;
+    int rc;
+
+    c->sched.persistent = 1;
+    c->mem.scratch = &req->scratch;
+    rc = ringx_mem_start(&c->mem, m, c->coll);
+    rc = rc == OMPI_SUCCESS ? ringx_call_build_message_based(c) : rc;
+    rc = rc == OMPI_SUCCESS ? ringx_sched_prepare(&c->sched) : rc;
+    if (rc != OMPI_SUCCESS) {
+        ringx_sched_release(&c->sched);
+        (void)ringx_mem_finish(&c->mem, rc);
+        OMPI_REQUEST_FINI(&req->super);
+        OBJ_RELEASE(req);
+        return rc;
+    }
+    OBJ_RETAIN(m);
+    OBJ_RETAIN(req->comm);
+    req->module = m;
+    *request = &req->super;
+    return OMPI_SUCCESS;
+}
+
+/* MPI_Start, MPI_Startall: numbered in call order, like any call; the
+ * schedule, its scratch and the choice are the init's. */
+static int request_start(size_t count, ompi_request_t **requests)
+{
+    for (size_t i = 0; i < count; i++) {
+        ringx_request_t *req = (ringx_request_t *)requests[i];
+        ringx_call_t *c = &req->call;
+        int rc;
+
+        c->sched.seq = c->m->seq++;
+        req->super.req_state = OMPI_REQUEST_ACTIVE;
+        req->super.req_complete = REQUEST_PENDING;
+        req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+        req->mpi_error = MPI_SUCCESS;
+        ringx_call_count(c);
+        ringx_count(&mca_coll_ringx_counters.persistent[c->coll], 1);
+        rc = ringx_sched_start(&c->sched);
+        if (rc != OMPI_SUCCESS) {
+            finish_call(req, rc);
+            complete(req);
+        } else if (advance(req)) {
+            complete(req);
+        } else {
+            enqueue(req);
+        }
     }
     return OMPI_SUCCESS;
 }

@@ -251,42 +251,63 @@ void ringx_ring_abandon(ringx_ring_t *ring)
     ringx_handshake_abandon(&w->handshake);
 }
 
-void ringx_ring_cleanup(ringx_ring_t *ring)
+void ringx_ring_release(ringx_ring_t *ring)
+{
+    free(ring->heap_send_req);
+    ring->heap_send_req = NULL;
+    ring->heap_send_req_count = 0;
+    ring->walk.send_req = NULL;
+}
+
+/* The walk's sizes, and its send slots: inline, or kept on the heap. */
+int ringx_ring_prepare(ringx_ring_t *ring)
 {
     ringx_ring_walk_t *w = &ring->walk;
-    if (w->send_req != w->inline_send_req) {
-        free(w->send_req);
+    size_t largest_block = ringx_block_count(ring->count, ring->module->size, 0);
+    size_t slots;
+
+    w->seg_elems = ringx_segment_elems(mca_coll_ringx_component.segment_size, ring->elem_size);
+    w->seg_bytes = w->seg_elems * ring->elem_size;
+    w->depth = mca_coll_ringx_component.pipeline_depth;
+    w->max_segs = ringx_segment_total(largest_block, w->seg_elems);
+    slots = 2 * w->max_segs;
+    if (slots <= sizeof(w->inline_send_req) / sizeof(ringx_xfer_t)) {
+        w->send_req = w->inline_send_req;
+    } else {
+        if (ring->heap_send_req_count < slots) {
+            free(ring->heap_send_req);
+            ring->heap_send_req = malloc(slots * sizeof(ringx_xfer_t));
+            ring->heap_send_req_count = ring->heap_send_req != NULL ? slots : 0;
+        }
+        w->send_req = ring->heap_send_req;
     }
-    w->send_req = NULL;
+    w->slots = NULL;
+    if (ring->reduce_steps > 0) {
+        w->slots = ringx_mem_scratch(ring->mem, RINGX_SCRATCH_SEGMENTS,
+                                     (size_t)w->depth * w->seg_bytes);
+    }
+    return w->send_req == NULL || (ring->reduce_steps > 0 && w->slots == NULL)
+               ? OMPI_ERR_OUT_OF_RESOURCE
+               : OMPI_SUCCESS;
 }
 
 int ringx_ring_start(ringx_ring_t *ring, uint32_t seq)
 {
     mca_coll_ringx_module_t *m = ring->module;
     ringx_ring_walk_t *w = &ring->walk;
-    size_t largest_block = ringx_block_count(ring->count, m->size, 0);
     int left = (m->rank + m->size - 1) % m->size, right = (m->rank + 1) % m->size;
+    int rc;
 
     memset(w, 0, sizeof(*w));
+    if ((rc = ringx_ring_prepare(ring)) != OMPI_SUCCESS) {
+        return rc;
+    }
+    memset(w->send_req, 0, 2 * w->max_segs * sizeof(ringx_xfer_t));
     w->left = m->peers[left];
     w->right = m->peers[right];
     ringx_handshake_add(&w->handshake, 1, right);
     ringx_handshake_add(&w->handshake, 0, left);
-    w->seg_elems = ringx_segment_elems(mca_coll_ringx_component.segment_size, ring->elem_size);
-    w->seg_bytes = w->seg_elems * ring->elem_size;
     w->seq = seq;
-    w->depth = mca_coll_ringx_component.pipeline_depth;
-    w->max_segs = ringx_segment_total(largest_block, w->seg_elems);
-    w->send_req = 2 * w->max_segs <= sizeof(w->inline_send_req) / sizeof(ringx_xfer_t)
-                      ? w->inline_send_req
-                      : calloc(2 * w->max_segs, sizeof(ringx_xfer_t));
-    if (ring->reduce_steps > 0) {
-        w->slots = ringx_mem_scratch(ring->mem, RINGX_SCRATCH_SEGMENTS,
-                                     (size_t)w->depth * w->seg_bytes);
-    }
-    if (w->send_req == NULL || (ring->reduce_steps > 0 && w->slots == NULL)) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
     if (ring->count == 0) {
         w->phase = RING_DONE;           /* nothing moves, on any rank */
         return OMPI_SUCCESS;

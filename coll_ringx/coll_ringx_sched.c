@@ -21,6 +21,18 @@ static ringx_mem_t *mem_of(ringx_sched_t *s)
     return s->engine == RINGX_ENGINE_RING ? s->u.ring.mem : s->u.xs.mem;
 }
 
+int ringx_sched_prepare(ringx_sched_t *s)
+{
+    switch (s->engine) {
+    case RINGX_ENGINE_RING:
+        return ringx_ring_prepare(&s->u.ring);
+    case RINGX_ENGINE_EXCHANGE:
+        return ringx_xsched_prepare(&s->u.xs);
+    default:
+        return OMPI_SUCCESS;
+    }
+}
+
 int ringx_sched_start(ringx_sched_t *s)
 {
     int rc = s->before.len ? ringx_mem_copy(mem_of(s), s->before.dst, s->before.src,
@@ -76,21 +88,31 @@ void ringx_sched_abandon(ringx_sched_t *s)
     }
 }
 
+void ringx_sched_release(ringx_sched_t *s)
+{
+    if (s->engine == RINGX_ENGINE_RING) {
+        ringx_ring_release(&s->u.ring);
+    } else if (s->engine == RINGX_ENGINE_EXCHANGE) {
+        ringx_xsched_release(&s->u.xs);
+    }
+}
+
 void ringx_sched_cleanup(ringx_sched_t *s)
 {
-    size_t sent = 0;
+    size_t *sent = s->engine == RINGX_ENGINE_RING       ? &s->u.ring.bytes_sent
+                   : s->engine == RINGX_ENGINE_EXCHANGE ? &s->u.xs.bytes_sent
+                                                        : NULL;
 
     if (!s->started) {
         return;
     }
-    if (s->engine == RINGX_ENGINE_RING) {
-        sent = s->u.ring.bytes_sent;
-        ringx_ring_cleanup(&s->u.ring);
-    } else if (s->engine == RINGX_ENGINE_EXCHANGE) {
-        sent = s->u.xs.bytes_sent;
-        ringx_xsched_cleanup(&s->u.xs);
+    if (sent != NULL) {
+        ringx_count(&mca_coll_ringx_counters.bytes_sent[s->coll], *sent);
+        *sent = 0;
     }
-    ringx_count(&mca_coll_ringx_counters.bytes_sent[s->coll], sent);
+    if (!s->persistent) {
+        ringx_sched_release(s);
+    }
     s->started = 0;
 }
 

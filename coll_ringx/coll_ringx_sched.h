@@ -119,7 +119,7 @@ typedef struct ringx_ring_walk {
     size_t done;
     size_t max_segs;            /* segments of the largest block */
     ringx_xfer_t *send_req;     /* [2][max_segs]: the sends of two consecutive steps */
-    ringx_xfer_t inline_send_req[8];  /* send_req when that is enough */
+    ringx_xfer_t inline_send_req[8];  /* send_req when that is enough, else heap_send_req */
     ringx_handshake_t handshake;
 } ringx_ring_walk_t;
 
@@ -137,13 +137,19 @@ struct ringx_ring {
     void (*recv_block)(const ringx_ring_t *ring, int step, int block,
                        ringx_ring_recv_target_t *target);
     size_t bytes_sent;
+    ringx_xfer_t *heap_send_req;       /* kept from one start to the next */
+    size_t heap_send_req_count;
     ringx_ring_walk_t walk;
 };
 
+/* Prepare: what the walk needs allocated (before the first start, or by
+ * it); start: the walk's first transfers.  Release frees what prepare
+ * allocated. */
+int ringx_ring_prepare(ringx_ring_t *ring);
 int ringx_ring_start(ringx_ring_t *ring, uint32_t seq);
 int ringx_ring_progress(ringx_ring_t *ring);
 void ringx_ring_abandon(ringx_ring_t *ring);
-void ringx_ring_cleanup(ringx_ring_t *ring);
+void ringx_ring_release(ringx_ring_t *ring);
 
 /* ------------------------------------------------------ exchange steps */
 
@@ -205,6 +211,8 @@ typedef struct ringx_xsched {
     char *copy_dst;            /* a local copy made once step 0 is under way */
     const char *copy_src;
     size_t copy_bytes;
+    ringx_pending_send_t *heap_sends;   /* kept from one start to the next */
+    size_t heap_sends_count;
     ringx_exchange_t x;
 } ringx_xsched_t;
 
@@ -231,10 +239,11 @@ void ringx_xsched_also_send(ringx_xsched_t *s, int to, const char *buf, size_t b
  * before them. */
 void ringx_xsched_local_copy(ringx_xsched_t *s, char *dst, const char *src, size_t bytes);
 
+int ringx_xsched_prepare(ringx_xsched_t *s);
 int ringx_xsched_start(ringx_xsched_t *s, uint32_t seq);
 int ringx_xsched_progress(ringx_xsched_t *s);
 void ringx_xsched_abandon(ringx_xsched_t *s);
-void ringx_xsched_cleanup(ringx_xsched_t *s);
+void ringx_xsched_release(ringx_xsched_t *s);
 
 /* ----------------------------------------------------------- schedule */
 
@@ -264,6 +273,7 @@ typedef struct ringx_ring_bufs {
 typedef struct ringx_sched {
     ringx_engine_t engine;
     int started;
+    int persistent;             /* started again and again: keeps what it allocates */
     ringx_coll_t coll;
     uint32_t seq;               /* the call's number in the message tags */
     ringx_ring_bufs_t bufs;
@@ -281,12 +291,17 @@ typedef struct ringx_sched {
 void ringx_sched_copy_before(ringx_sched_t *s, char *dst, const char *src, size_t len);
 void ringx_sched_copy_after(ringx_sched_t *s, char *dst, const char *src, size_t len);
 
+/* Allocates what the engine needs (a persistent call: at its init, so
+ * that a start allocates nothing; otherwise start does it). */
+int ringx_sched_prepare(ringx_sched_t *s);
 int ringx_sched_start(ringx_sched_t *s);
 int ringx_sched_progress(ringx_sched_t *s);
 /* After an error: outstanding receives cancelled, sends left to UCX. */
 void ringx_sched_abandon(ringx_sched_t *s);
-/* Frees what the engine allocated; counts the bytes it sent. */
+/* The end of a run: counts the bytes it sent and, unless persistent,
+ * frees what the engine allocated; release frees it in any case. */
 void ringx_sched_cleanup(ringx_sched_t *s);
+void ringx_sched_release(ringx_sched_t *s);
 
 /* Start, then progress until done (blocking collectives). */
 int ringx_sched_run(ringx_sched_t *s, ringx_mem_t *mem);

@@ -301,18 +301,19 @@ static served_t served_now(const char *coll)
 
 static unsigned long long ringx_served_total;
 
-/* ringx serves a blocking or nonblocking call on an intracommunicator of
- * 2 or more ranks with a type and op of its own, counts a fallback for the
- * user op, and is not there at all on 1-rank communicators or in
- * persistent calls. */
+/* ringx serves a blocking, nonblocking or persistent call (counted per
+ * start) on an intracommunicator of 2 or more ranks with a type and op of
+ * its own, counts a fallback for the user op (once, at its init), and is
+ * not there at all on 1-rank communicators. */
 static void check_served(const tcomm_t *t, int mode, const what_t *w, const kind_t *k,
                          const char *coll, served_t before)
 {
     served_t after = served_now(coll);
     unsigned long long ringx = after.ringx - before.ringx;
     unsigned long long fallbacks = after.fallbacks - before.fallbacks;
-    int ringx_there = (mode == BLOCKING || mode == NONBLOCKING) && t->size >= 2;
-    unsigned long long want_ringx = ringx_there && k->predefined;
+    int ringx_there = t->size >= 2;
+    /* a persistent call is served at each of its two starts */
+    unsigned long long want_ringx = (ringx_there && k->predefined) * (mode == PERSISTENT ? 2u : 1u);
     unsigned long long want_fallbacks = ringx_there && !k->predefined;
     rx_call_t call = as_call(t, w);
 

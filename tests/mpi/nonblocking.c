@@ -15,13 +15,19 @@
  *                 first: rank 0's blocking call must advance the nonblocking
  *                 one (MPI's progress rule), or the job hangs;
  *   threads       (MPI_THREAD_MULTIPLE) two threads, each on its own
- *                 communicator, nonblocking calls completed by MPI_Test loops.
+ *                 communicator, nonblocking calls completed by MPI_Test loops;
+ *   persistent    MPI_Allreduce_init and the like (MPIX_..._init on Open MPI
+ *                 4.1): each request started 1000 times (large ones 20),
+ *                 the input changed between starts, and three requests
+ *                 started together with MPI_Startall.
  *
  * Every result is checked against a reference computed locally (integers:
  * exact), and the pvars must show that ringx served every call as a
- * nonblocking one (coll_ringx_<coll>_nonblocking).
+ * nonblocking one (coll_ringx_<coll>_nonblocking), every start as a
+ * persistent one (coll_ringx_<coll>_persistent).
  */
 #include <mpi.h>
+#include <mpi-ext.h>    /* MPIX_..._init: Open MPI 4.1's persistent collectives */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,20 +54,45 @@ static int32_t input_of(uint64_t key, int rank, size_t i)
     return (int32_t)(uint32_t)rx_mix64(key ^ ((uint64_t)rank << 40) ^ i);
 }
 
-static void nb_post(nbcall_t *c, int coll, size_t count, uint64_t key, MPI_Comm comm)
+static size_t inputs_of(const nbcall_t *c, int size)
+{
+    return c->coll == RSB ? c->count * (size_t)size : c->count;
+}
+
+static size_t outputs_of(const nbcall_t *c, int size)
+{
+    return c->coll == ALLGATHER ? c->count * (size_t)size : c->count;
+}
+
+/* The call's buffers, filled for key. */
+static void nb_prepare(nbcall_t *c, int coll, size_t count, uint64_t key, MPI_Comm comm)
 {
     int rank, size;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    size_t nin = coll == ALLREDUCE ? count : coll == ALLGATHER ? count : count * (size_t)size;
-    size_t nout = coll == ALLGATHER ? count * (size_t)size : count;
 
-    *c = (nbcall_t){ coll, count, key, comm, malloc(4 * nin + 4), malloc(4 * nout + 4),
-                     MPI_REQUEST_NULL };
-    for (size_t i = 0; i < nin; i++) {
+    *c = (nbcall_t){ coll, count, key, comm, NULL, NULL, MPI_REQUEST_NULL };
+    c->in = malloc(4 * inputs_of(c, size) + 4);
+    c->out = malloc(4 * outputs_of(c, size) + 4);
+}
+
+static void nb_fill(nbcall_t *c, uint64_t key)
+{
+    int rank, size;
+    MPI_Comm_rank(c->comm, &rank);
+    MPI_Comm_size(c->comm, &size);
+
+    c->key = key;
+    for (size_t i = 0; i < inputs_of(c, size); i++) {
         c->in[i] = input_of(key, rank, i);
     }
-    memset(c->out, 0xA5, 4 * nout);
+    memset(c->out, 0xA5, 4 * outputs_of(c, size));
+}
+
+static void nb_post(nbcall_t *c, int coll, size_t count, uint64_t key, MPI_Comm comm)
+{
+    nb_prepare(c, coll, count, key, comm);
+    nb_fill(c, key);
     if (coll == ALLREDUCE) {
         MPI_Iallreduce(c->in, c->out, (int)count, MPI_INT32_T, MPI_SUM, comm, &c->req);
     } else if (coll == ALLGATHER) {
@@ -73,8 +104,8 @@ static void nb_post(nbcall_t *c, int coll, size_t count, uint64_t key, MPI_Comm 
     }
 }
 
-/* Checks the result (exact: sums wrap in uint32_t) and frees the buffers. */
-static void nb_check(nbcall_t *c, const char *how)
+/* Checks the result (exact: sums wrap in uint32_t). */
+static void nb_verify(nbcall_t *c, const char *how)
 {
     int rank, size;
     MPI_Comm_rank(c->comm, &rank);
@@ -100,17 +131,22 @@ static void nb_check(nbcall_t *c, const char *how)
     }
     rx_check(&call, bad == 0, "%s: %zu of %zu elements wrong, first at %zu", how, bad, nout,
              first);
+}
+
+static void nb_check(nbcall_t *c, const char *how)
+{
+    nb_verify(c, how);
     free(c->in);
     free(c->out);
 }
 
-static unsigned long long nonblocking_served(void)
+static unsigned long long served_as(int persistent)
 {
     unsigned long long n = 0;
     for (int i = 0; i < NCOLL; i++) {
         rx_counters_t k;
         rx_counters_read(colls[i], NULL, &k);
-        n += k.nonblocking;
+        n += persistent ? k.persistent : k.nonblocking;
     }
     return n;
 }
@@ -280,6 +316,88 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* MPI 4.0's persistent collectives: Open MPI 4.1's pcollreq extension,
+ * the standard names in Open MPI 5. */
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define PERSISTENT(name) MPIX_##name##_init
+#elif OMPI_MAJOR_VERSION >= 5
+#define PERSISTENT(name) MPI_##name##_init
+#endif
+
+enum { STARTS = 1000, LARGE_STARTS = 20 };
+
+#ifdef PERSISTENT
+static void persistent_init(nbcall_t *c)
+{
+    if (c->coll == ALLREDUCE) {
+        PERSISTENT(Allreduce)(c->in, c->out, (int)c->count, MPI_INT32_T, MPI_SUM, c->comm,
+                              MPI_INFO_NULL, &c->req);
+    } else if (c->coll == ALLGATHER) {
+        PERSISTENT(Allgather)(c->in, (int)c->count, MPI_INT32_T, c->out, (int)c->count,
+                              MPI_INT32_T, c->comm, MPI_INFO_NULL, &c->req);
+    } else {
+        PERSISTENT(Reduce_scatter_block)(c->in, c->out, (int)c->count, MPI_INT32_T, MPI_SUM,
+                                         c->comm, MPI_INFO_NULL, &c->req);
+    }
+}
+
+/* Each collective's request, small (STARTS starts) and large
+ * (LARGE_STARTS), then all three at once with MPI_Startall. */
+static unsigned long long persistent(MPI_Comm comm)
+{
+    static const size_t counts[2] = { 1000, 300007 };
+    unsigned long long starts = 0;
+    nbcall_t c[NCOLL];
+    MPI_Request reqs[NCOLL];
+
+    for (int k = 0; k < NCOLL; k++) {
+        for (int big = 0; big < 2; big++) {
+            int n = big ? LARGE_STARTS : STARTS;
+            nb_prepare(&c[k], k, counts[big], 0, comm);
+            persistent_init(&c[k]);
+            for (int it = 0; it < n; it++) {
+                nb_fill(&c[k], rx_mix(11 + (uint64_t)big, (uint64_t)it));
+                MPI_Start(&c[k].req);
+                MPI_Wait(&c[k].req, MPI_STATUS_IGNORE);
+                nb_verify(&c[k], big ? "persistent, large" : "persistent");
+            }
+            MPI_Request_free(&c[k].req);
+            free(c[k].in);
+            free(c[k].out);
+            starts += (unsigned long long)n;
+        }
+    }
+    for (int k = 0; k < NCOLL; k++) {
+        nb_prepare(&c[k], k, 4099, 0, comm);
+        persistent_init(&c[k]);
+    }
+    for (int it = 0; it < 100; it++) {
+        for (int k = 0; k < NCOLL; k++) {
+            nb_fill(&c[k], rx_mix(13 + (uint64_t)k, (uint64_t)it));
+            reqs[k] = c[k].req;
+        }
+        MPI_Startall(NCOLL, reqs);
+        MPI_Waitall(NCOLL, reqs, MPI_STATUSES_IGNORE);
+        for (int k = 0; k < NCOLL; k++) {
+            nb_verify(&c[k], "persistent, Startall");
+        }
+    }
+    for (int k = 0; k < NCOLL; k++) {
+        MPI_Request_free(&c[k].req);
+        free(c[k].in);
+        free(c[k].out);
+    }
+    return starts + 100 * NCOLL;
+}
+#else
+static unsigned long long persistent(MPI_Comm comm)
+{
+    (void)comm;
+    printf("note: no persistent collectives in this MPI: persistent case skipped\n");
+    return 0;
+}
+#endif
+
 static void threads(MPI_Comm a, MPI_Comm b)
 {
     pthread_t t;
@@ -305,7 +423,8 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     MPI_Comm_dup(MPI_COMM_WORLD, &d);
 
-    before = nonblocking_served();
+    unsigned long long persistent_before = served_as(1), persistent_starts;
+    before = served_as(0);
     out_of_order(a, b);
     mixed(a);
     progress(b);
@@ -314,14 +433,18 @@ int main(int argc, char **argv)
     } else if (rank == 0) {
         printf("note: no MPI_THREAD_MULTIPLE (provided %d): threads case skipped\n", provided);
     }
+    persistent_starts = persistent(c);
     /* out_of_order: 4 rounds of NCALLS (one empty allgather may not reach
      * ringx, see ringx_correctness); mixed: 2 x 200; progress: 1; threads:
      * 2 x 50 x 3 */
     unsigned long long want = 4 * NCALLS + 400 + 1 +
                               (provided == MPI_THREAD_MULTIPLE ? 300 : 0);
-    unsigned long long got = nonblocking_served() - before;
+    unsigned long long got = served_as(0) - before;
     rx_check(NULL, size < 2 || got == want || got == want - 4,
              "ringx served %llu nonblocking calls; expected %llu", got, want);
+    got = served_as(1) - persistent_before;
+    rx_check(NULL, size < 2 || got == persistent_starts,
+             "ringx served %llu starts of persistent calls; expected %llu", got, persistent_starts);
 
     MPI_Comm_free(&a);
     MPI_Comm_free(&b);

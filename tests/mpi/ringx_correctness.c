@@ -38,6 +38,12 @@
  *                                  checks); each must be counted by
  *                                  coll_ringx_COLL_on_device.  Exits 77
  *                                  ("SKIP: no CUDA device") without one
+ *   --persistent                   every call is MPI_Allreduce_init and
+ *                                  the like (MPIX_..._init on Open MPI
+ *                                  4.1), MPI_Start, MPI_Wait and
+ *                                  MPI_Request_free; each served start
+ *                                  must be counted by
+ *                                  coll_ringx_COLL_persistent
  *   --nonblocking                  every call is MPI_Iallreduce,
  *                                  MPI_Iallgather or
  *                                  MPI_Ireduce_scatter_block and MPI_Wait;
@@ -1110,6 +1116,7 @@ typedef struct options {
     long expect_mailbox;        /* -1: not checked */
     bool device;                /* --mem cuda */
     bool nonblocking;           /* MPI_I... and MPI_Wait */
+    bool persistent;            /* ..._init, MPI_Start, MPI_Wait, MPI_Request_free */
     unsigned watchdog_seconds;  /* per case; 0: none */
 } options_t;
 
@@ -1155,7 +1162,8 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
      * then serves an empty call); ringx declines communicators of one
      * process. */
     bool declined = c->gen.nranks < 2 || 0 == c->count;
-    bool may_serve_empty = opts.nonblocking && 0 == c->count && c->gen.nranks >= 2;
+    bool may_serve_empty =
+        (opts.nonblocking || opts.persistent) && 0 == c->count && c->gen.nranks >= 2;
     int reason = c->expect_reason ? rx_fallback_reason_index(c->expect_reason)
                                   : -1;
     unsigned long long served = after->served - before->served;
@@ -1199,6 +1207,9 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
         check_mailbox(c, after->mailbox - before->mailbox);
     }
     if (served == 1) {
+        rx_check(&c->call, after->persistent - before->persistent == (opts.persistent ? 1u : 0u),
+                 "coll_ringx_%s_persistent grew by %llu; expected %d", coll_names[c->coll],
+                 after->persistent - before->persistent, opts.persistent);
         rx_check(&c->call, after->nonblocking - before->nonblocking == (opts.nonblocking ? 1u : 0u),
                  "coll_ringx_%s_nonblocking grew by %llu; expected %d", coll_names[c->coll],
                  after->nonblocking - before->nonblocking, opts.nonblocking);
@@ -1298,12 +1309,41 @@ static void check_reduction_result(const case_ctx_t *c, const unsigned char *res
              "%s, got %s", mismatches, nscalars, first_bad, want, got);
 }
 
+/* MPI 4.0's persistent collectives: Open MPI 4.1's pcollreq extension,
+ * the standard names in Open MPI 5. */
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define PERSISTENT(name) MPIX_##name##_init
+#elif OMPI_MAJOR_VERSION >= 5
+#define PERSISTENT(name) MPI_##name##_init
+#endif
+
+/* A request made by an init call: started once, waited for, freed. */
+static void run_persistent(MPI_Request *req)
+{
+    MPI_Start(req);
+    MPI_Wait(req, MPI_STATUS_IGNORE);
+    MPI_Request_free(req);
+}
+
 static void invoke_reduction(const case_ctx_t *c, const void *sendbuf,
                              void *recvbuf)
 {
     const void *src = c->in_place ? MPI_IN_PLACE : sendbuf;
     MPI_Request req;
 
+#ifdef PERSISTENT
+    if (opts.persistent) {
+        if (COLL_ALLREDUCE == c->coll) {
+            PERSISTENT(Allreduce)(src, recvbuf, (int)c->count, c->gen.type->dtype, c->op->op,
+                                  c->comm, MPI_INFO_NULL, &req);
+        } else {
+            PERSISTENT(Reduce_scatter_block)(src, recvbuf, (int)c->count, c->gen.type->dtype,
+                                             c->op->op, c->comm, MPI_INFO_NULL, &req);
+        }
+        run_persistent(&req);
+        return;
+    }
+#endif
     if (COLL_ALLREDUCE == c->coll && opts.nonblocking) {
         MPI_Iallreduce(src, recvbuf, (int)c->count, c->gen.type->dtype, c->op->op, c->comm,
                        &req);
@@ -1328,6 +1368,14 @@ static void invoke_allgather(const case_ctx_t *c, const void *own, void *recvbuf
     MPI_Datatype stype = c->in_place ? MPI_DATATYPE_NULL : c->gen.type->dtype;
     MPI_Request req;
 
+#ifdef PERSISTENT
+    if (opts.persistent) {
+        PERSISTENT(Allgather)(src, scount, stype, recvbuf, (int)c->count, c->gen.type->dtype,
+                              c->comm, MPI_INFO_NULL, &req);
+        run_persistent(&req);
+        return;
+    }
+#endif
     if (opts.nonblocking) {
         MPI_Iallgather(src, scount, stype, recvbuf, (int)c->count, c->gen.type->dtype, c->comm,
                        &req);
@@ -1805,6 +1853,8 @@ static bool parse_options(int argc, char **argv)
             }
         } else if (0 == strcmp(argv[i], "--nonblocking")) {
             opts.nonblocking = true;
+        } else if (0 == strcmp(argv[i], "--persistent")) {
+            opts.persistent = true;
         } else if (0 == strcmp(argv[i], "--expect-staged")) {
             opts.expect_staged = true;
         } else if (0 == strcmp(argv[i], "--expect-mailbox") && i + 1 < argc) {
@@ -1850,7 +1900,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: " PROGRAM_NAME " [--quick] [--results-only] "
-            "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged] [--nonblocking]\n"
+            "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged] [--nonblocking] [--persistent]\n"
             "       [--expect-mailbox BYTES] [--mem host|cuda] [--watchdog SECONDS]\n"
             "  COLL: allreduce | allgather | reduce_scatter_block\n"
             "  REASON: disabled | datatype | op | memory | transport\n");
@@ -1873,6 +1923,15 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;      /* automake's "skipped" */
     }
+#ifndef PERSISTENT
+    if (opts.persistent) {
+        if (0 == rank) {
+            printf("SKIP: this MPI has no persistent collectives\n");
+        }
+        MPI_Finalize();
+        return 77;
+    }
+#endif
     rx_pvar_init();
     init_types();
     init_ops();

@@ -81,6 +81,7 @@ void rx_counters_read(const char *coll, const char *alg, rx_counters_t *out)
     out->on_device = ringx_pvar_read_coll(coll, "on_device");
     out->mailbox = ringx_pvar_read_coll(coll, "mailbox");
     out->nonblocking = ringx_pvar_read_coll(coll, "nonblocking");
+    out->persistent = ringx_pvar_read_coll(coll, "persistent");
     for (int i = 0; i < RX_NUM_FALLBACK_REASONS; i++) {
         out->fallback[i] = rx_fallback(coll, rx_fallback_reasons[i]);
     }
@@ -111,7 +112,7 @@ static void check_coll_pvars_present(const char *coll)
              "no coll_ringx_%s_<alg>_calls pvar registered", coll);
     for (int i = 0; i < 4; i++) {
         static const char *const counters[] = { "bytes_sent", "staged", "on_device", "mailbox",
-                                                "nonblocking" };
+                                                "nonblocking", "persistent" };
         snprintf(name, sizeof name, "coll_ringx_%s_%s", coll, counters[i]);
         rx_check(NULL, NULL != ringx_pvar_find(name), "pvar %s is missing", name);
     }

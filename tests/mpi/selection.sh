@@ -45,8 +45,8 @@ expect_lines alone "to serve the collective slots no selected component fills, l
     "each rank loads the stock components once"
 expect_lines alone "MPI_COMM_WORLD: tuned (priority 30, loaded by ringx) serves .*; and is ringx's fallback for allgather allreduce reduce_scatter_block$" 4 \
     "tuned serves the other blocking collectives and is ringx's fallback"
-expect_lines alone "MPI_COMM_WORLD: libnbc (priority 10, loaded by ringx) serves allgather_init iallgatherv .*; and is ringx's fallback for iallgather iallreduce ireduce_scatter_block$" 4 \
-    "libnbc serves the other nonblocking collectives and the persistent ones, and is ringx's fallback for its nonblocking ones"
+expect_lines alone "MPI_COMM_WORLD: libnbc (priority 10, loaded by ringx) serves iallgatherv allgatherv_init .*; and is ringx's fallback for iallgather allgather_init iallreduce allreduce_init ireduce_scatter_block reduce_scatter_block_init$" 4 \
+    "libnbc serves the other nonblocking and persistent collectives, and is ringx's fallback for its own"
 expect_lines alone "MPI_COMM_SELF: self (priority 75, loaded by ringx) serves" 4 \
     "self serves MPI_COMM_SELF"
 
