@@ -49,6 +49,7 @@ typedef struct mca_coll_ringx_component_t {
     size_t mailbox_bytes;                 /* largest message through a mailbox; 0: none */
     bool single_copy;                     /* direct reads through UCX's cma transport */
     char *fill;                           /* components that fill empty slots */
+    bool requests;                        /* ringx's requests fit Open MPI's (open) */
 
     int output;                           /* opal_output stream for verbose logs */
 } mca_coll_ringx_component_t;
@@ -367,7 +368,10 @@ typedef struct ringx_request_args {
 } ringx_request_args_t;
 
 struct ringx_request {
-    ompi_request_t super;
+    /* Open MPI's bindings take every nonblocking collective's request for
+     * one of these, and keep derived datatypes and user ops in it until
+     * the call completes (ompi_coll_base_retain_datatypes). */
+    ringx_nbc_request_head_t super;
     mca_coll_ringx_module_t *module;
     struct ompi_communicator_t *comm;
     ringx_scratch_set_t scratch;

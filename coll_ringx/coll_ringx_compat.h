@@ -12,6 +12,7 @@
  *                                                 made from groups or sessions)
  *  collective slots      ...reduce_local          ...reduce_local, agree, iagree
  *                                                 (with fault tolerance, ULFM)
+ *  nonblocking request   ompi_coll_base_nbc_request_t: the same head, a larger data part
  *  default selection     self, inter, tuned,      the same, plus ftagree (agree),
  *                        basic, libnbc            han and sm are above tuned
  *
@@ -24,6 +25,7 @@
 
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
 
 #if OMPI_MAJOR_VERSION == 4
 
@@ -33,6 +35,11 @@
 #define RINGX_VERSION_SLOTS(SLOT)
 #define ringx_comm_local_id(comm) ompi_comm_get_cid(comm)
 #define ringx_comm_id_is_common(comm) 1
+/* ompi_coll_base_nbc_request_t's data: two objects (4.1) */
+#define RINGX_NBC_REQUEST_DATA \
+    union {                    \
+        void *objs[2];         \
+    }
 
 #elif OMPI_MAJOR_VERSION == 5
 
@@ -47,6 +54,19 @@
 #endif
 #define ringx_comm_local_id(comm) ompi_comm_get_local_cid(comm)
 #define ringx_comm_id_is_common(comm) OMPI_COMM_IS_GLOBAL_INDEX(comm)
+/* ompi_coll_base_nbc_request_t's data: two objects, or two arrays and
+ * their counts, then OMPI_REQ_NB_RELEASE_ARRAYS (7) arrays (5.0) */
+#define RINGX_NBC_REQUEST_DATA   \
+    struct {                     \
+        union {                  \
+            void *objs[2];       \
+            struct {             \
+                void *s, *r;     \
+                int sc, rc;      \
+            } vecs;              \
+        } refcounted;            \
+        void *release_arrays[7]; \
+    }
 
 #else
 #error "ringx builds against Open MPI 4.x (coll interface 2.0.0) and 5.0 (2.4.0)"
@@ -55,6 +75,28 @@
 /* The coll interface is 2.<minor>.0 in both series. */
 #define RINGX_COLL_API_MAJOR 2
 #define RINGX_COLL_API_RELEASE 0
+
+/*
+ * The head of every nonblocking or persistent collective request: Open
+ * MPI's bindings take the request a coll component returns for an
+ * ompi_coll_base_nbc_request_t (ompi/mca/coll/base/coll_base_util.h, which
+ * Debian's devel headers cannot compile: it includes ompi/op/op.h) and keep
+ * derived datatypes and user ops in it until the call completes
+ * (ompi_coll_base_retain_datatypes, ompi_coll_base_retain_op).  The same
+ * layout; its class, Open MPI's own, constructs those fields.
+ */
+typedef struct ringx_nbc_request_head {
+    ompi_request_t super;
+    union {
+        ompi_request_complete_fn_t req_complete_cb;
+        ompi_request_free_fn_t req_free;
+    } cb;
+    void *req_complete_cb_data;
+    RINGX_NBC_REQUEST_DATA data;
+} ringx_nbc_request_head_t;
+
+OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
+#define ringx_nbc_request_head_t_class ompi_coll_base_nbc_request_t_class
 
 /* A communicator id that is the same on every member and on no other live
  * communicator of this process; 0 where the members have none. */

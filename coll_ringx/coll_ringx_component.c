@@ -273,6 +273,17 @@ static int ringx_open(void)
     if (!ringx_algs_complete()) {
         return OMPI_ERROR;          /* a chosen algorithm would have nothing to run */
     }
+    /* The size Open MPI's class gives its nonblocking requests, against the
+     * layout ringx mirrors (coll_ringx_compat.h): should they ever differ,
+     * ringx serves blocking calls only. */
+    c->requests = ompi_coll_base_nbc_request_t_class.cls_sizeof == sizeof(ringx_nbc_request_head_t);
+    if (!c->requests) {
+        opal_output(0, "coll:ringx: Open MPI's nonblocking collective requests are %zu bytes, "
+                       "not the %zu this ringx was built for: nonblocking and persistent calls "
+                       "go to the previous component",
+                    ompi_coll_base_nbc_request_t_class.cls_sizeof,
+                    sizeof(ringx_nbc_request_head_t));
+    }
     load_choices(c);
     if (c->segment_size == 0) {
         c->segment_size = RINGX_DEFAULT_SEGMENT_SIZE;

@@ -197,12 +197,14 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
     m->super.coll_allreduce = mca_coll_ringx_allreduce;
     m->super.coll_allgather = mca_coll_ringx_allgather;
     m->super.coll_reduce_scatter_block = mca_coll_ringx_reduce_scatter_block;
-    m->super.coll_iallreduce = mca_coll_ringx_iallreduce;
-    m->super.coll_iallgather = mca_coll_ringx_iallgather;
-    m->super.coll_ireduce_scatter_block = mca_coll_ringx_ireduce_scatter_block;
-    m->super.coll_allreduce_init = mca_coll_ringx_allreduce_init;
-    m->super.coll_allgather_init = mca_coll_ringx_allgather_init;
-    m->super.coll_reduce_scatter_block_init = mca_coll_ringx_reduce_scatter_block_init;
+    if (mca_coll_ringx_component.requests) {
+        m->super.coll_iallreduce = mca_coll_ringx_iallreduce;
+        m->super.coll_iallgather = mca_coll_ringx_iallgather;
+        m->super.coll_ireduce_scatter_block = mca_coll_ringx_ireduce_scatter_block;
+        m->super.coll_allreduce_init = mca_coll_ringx_allreduce_init;
+        m->super.coll_allgather_init = mca_coll_ringx_allgather_init;
+        m->super.coll_reduce_scatter_block_init = mca_coll_ringx_reduce_scatter_block_init;
+    }
     return &m->super;
 }
 

@@ -75,7 +75,8 @@ static void request_destruct(ringx_request_t *req)
     ringx_scratch_set_free(&req->scratch);
 }
 
-OBJ_CLASS_INSTANCE(ringx_request_t, ompi_request_t, request_construct, request_destruct);
+OBJ_CLASS_INSTANCE(ringx_request_t, ringx_nbc_request_head_t, request_construct,
+                   request_destruct);
 
 /* MPI_Request_free or the end of MPI_Wait/MPI_Test: only ever on a
  * completed request (freeing an active nonblocking collective request is
@@ -90,7 +91,7 @@ static int request_free(ompi_request_t **request)
         ringx_sched_release(&req->call.sched);
         (void)ringx_mem_finish(&req->call.mem, OMPI_SUCCESS);
     }
-    OMPI_REQUEST_FINI(&req->super);
+    OMPI_REQUEST_FINI(&req->super.super);
     OBJ_RELEASE(req);
     *request = MPI_REQUEST_NULL;
     if (m != NULL) {
@@ -119,12 +120,12 @@ ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m, int persistent)
     if (req == NULL) {
         return NULL;
     }
-    OMPI_REQUEST_INIT(&req->super, persistent != 0);
-    req->super.req_type = OMPI_REQUEST_COLL;
-    req->super.req_free = request_free;
-    req->super.req_cancel = request_cancel;
-    req->super.req_start = persistent ? request_start : NULL;
-    req->super.req_mpi_object.comm = NULL;
+    OMPI_REQUEST_INIT(&req->super.super, persistent != 0);
+    req->super.super.req_type = OMPI_REQUEST_COLL;
+    req->super.super.req_free = request_free;
+    req->super.super.req_cancel = request_cancel;
+    req->super.super.req_start = persistent ? request_start : NULL;
+    req->super.super.req_mpi_object.comm = NULL;
     (void)m;
     return req;
 }
@@ -149,7 +150,7 @@ int ringx_admit_nonblocking(mca_coll_ringx_module_t *m, struct ompi_communicator
      * does: its starts then allocate nothing and never wait for it. */
     reason = ringx_admit(m, comm, coll, buffers, persistent, rc);
     if (reason != RINGX_SERVE && req != NULL) {
-        OMPI_REQUEST_FINI(&req->super);
+        OMPI_REQUEST_FINI(&req->super.super);
         OBJ_RELEASE(req);
     } else if (req != NULL) {
         req->comm = comm;
@@ -177,8 +178,8 @@ static void finish_call(ringx_request_t *req, int rc)
 
 static void complete(ringx_request_t *req)
 {
-    req->super.req_status.MPI_ERROR = req->mpi_error;
-    ompi_request_complete(&req->super, true);
+    req->super.super.req_status.MPI_ERROR = req->mpi_error;
+    ompi_request_complete(&req->super.super, true);
 }
 
 /* A call handed to the previous component: over when its request is. */
@@ -417,10 +418,10 @@ int ringx_request_start(ringx_request_t *req, const ringx_request_args_t *args,
     OBJ_RETAIN(m);
     OBJ_RETAIN(req->comm);
     req->module = m;
-    req->super.req_state = OMPI_REQUEST_ACTIVE;
-    req->super.req_complete = REQUEST_PENDING;
-    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
-    *request = &req->super;
+    req->super.super.req_state = OMPI_REQUEST_ACTIVE;
+    req->super.super.req_complete = REQUEST_PENDING;
+    req->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
+    *request = &req->super.super;
     if (m->state == RINGX_COMM_CONNECTING) {
         defer(req);
         /* the connection may have ended before the call was queued */
@@ -449,14 +450,14 @@ int ringx_request_init(ringx_request_t *req, ompi_request_t **request)
     if (rc != OMPI_SUCCESS) {
         ringx_sched_release(&c->sched);
         (void)ringx_mem_finish(&c->mem, rc);
-        OMPI_REQUEST_FINI(&req->super);
+        OMPI_REQUEST_FINI(&req->super.super);
         OBJ_RELEASE(req);
         return rc;
     }
     OBJ_RETAIN(m);
     OBJ_RETAIN(req->comm);
     req->module = m;
-    *request = &req->super;
+    *request = &req->super.super;
     return OMPI_SUCCESS;
 }
 
@@ -470,9 +471,9 @@ static int request_start(size_t count, ompi_request_t **requests)
         int rc;
 
         c->sched.seq = c->m->seq++;
-        req->super.req_state = OMPI_REQUEST_ACTIVE;
-        req->super.req_complete = REQUEST_PENDING;
-        req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+        req->super.super.req_state = OMPI_REQUEST_ACTIVE;
+        req->super.super.req_complete = REQUEST_PENDING;
+        req->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
         req->mpi_error = MPI_SUCCESS;
         ringx_call_count(c);
         ringx_count(&mca_coll_ringx_counters.persistent[c->coll], 1);
