@@ -356,16 +356,21 @@ void ringx_call_count(const ringx_call_t *c);
  * under way on one communicator.  Started requests are advanced by Open
  * MPI's progress engine (and by ringx's own waits) until they complete.
  */
-/* The call's own arguments, for the previous component should the
- * communicator's connection (which the call waited for) fail. */
-typedef struct ringx_request_args {
+/* The call's own arguments, for the previous component: at once, when
+ * ringx does not serve the call, or should the communicator's connection
+ * (which the call waited for) fail. */
+typedef struct ringx_request_args ringx_request_args_t;
+struct ringx_request_args {
     const void *sbuf;
     void *rbuf;
     int scount, rcount;
     struct ompi_datatype_t *sdtype, *rdtype;
     struct ompi_op_t *op;
-    int (*delegate)(ringx_request_t *req, ompi_request_t **prev);
-} ringx_request_args_t;
+    /* the previous component's nonblocking form, or its persistent one */
+    int (*hand_on)(const ringx_request_args_t *a, mca_coll_ringx_module_t *m,
+                   struct ompi_communicator_t *comm, int persistent, struct ompi_info_t *info,
+                   ompi_request_t **request);
+};
 
 struct ringx_request {
     /* Open MPI's bindings take every nonblocking collective's request for
@@ -391,21 +396,18 @@ OBJ_CLASS_DECLARATION(ringx_request_t);
  * NULL. */
 ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m, int persistent);
 
-/* ringx_admit for a nonblocking or persistent call; a call ringx does not
- * serve (the reason counted and logged) frees req. */
-int ringx_admit_nonblocking(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
-                            ringx_coll_t coll, int buffers, ringx_request_t *req, int persistent,
-                            int *rc);
-
-/* A persistent call's init: its choice, schedule and scratch, made once;
- * every MPI_Start then runs it.  Sets *request. */
-int ringx_request_init(ringx_request_t *req, ompi_request_t **request);
-
-/* Numbers req's call and chooses, builds and starts it, or, while the
- * communicator connects, leaves that for when it is connected; sets
- * *request.  args: the call as the previous component would take it. */
-int ringx_request_start(ringx_request_t *req, const ringx_request_args_t *args,
+/*
+ * A nonblocking or persistent call (persistent: its init), whose buffers
+ * were classified into req (buffers: RINGX_SERVE or the fallback reason;
+ * req NULL: out of memory): admitted, then started (nonblocking) or made
+ * ready to start (persistent: the choice, schedule and scratch made once),
+ * or handed on through args.  Sets *request.
+ */
+int ringx_request_serve(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                        ringx_coll_t coll, int buffers, ringx_request_t *req, int persistent,
+                        const ringx_request_args_t *args, struct ompi_info_t *info,
                         ompi_request_t **request);
+
 
 /* Has ringx's progress advance m's connection until it is over; begins
  * the calls that waited for it once it is over. */

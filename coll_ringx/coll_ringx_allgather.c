@@ -308,12 +308,32 @@ int mca_coll_ringx_allgather(const void *sbuf, int scount, struct ompi_datatype_
     return ringx_call_serve(&c);
 }
 
-static int hand_on(ringx_request_t *req, ompi_request_t **prev)
+static int hand_on(const ringx_request_args_t *a, mca_coll_ringx_module_t *m,
+                   struct ompi_communicator_t *comm, int persistent, struct ompi_info_t *info,
+                   ompi_request_t **request)
 {
-    const ringx_request_args_t *a = &req->args;
-    mca_coll_ringx_module_t *m = req->call.m;
-    return m->prev_iallgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount, a->rdtype,
-                              req->comm, prev, m->prev_iallgather_module);
+    return persistent ? m->prev_allgather_init(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount,
+                                               a->rdtype, comm, info, request,
+                                               m->prev_allgather_init_module)
+                      : m->prev_iallgather(a->sbuf, a->scount, a->sdtype, a->rbuf, a->rcount,
+                                           a->rdtype, comm, request, m->prev_iallgather_module);
+}
+
+static int serve_request(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                         void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                         struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                         ompi_request_t **request, mca_coll_base_module_t *module,
+                         int persistent)
+{
+    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    ringx_request_t *req = ringx_request_new(m, persistent);
+    ringx_request_args_t args = { sbuf, rbuf, scount, rcount, sdtype, rdtype, NULL, hand_on };
+    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
+                              : prepare(&req->call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                        m, 0);
+
+    return ringx_request_serve(m, comm, RINGX_COLL_ALLGATHER, buffers, req, persistent, &args,
+                               info, request);
 }
 
 int mca_coll_ringx_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -321,22 +341,8 @@ int mca_coll_ringx_iallgather(const void *sbuf, int scount, struct ompi_datatype
                               struct ompi_communicator_t *comm, ompi_request_t **request,
                               mca_coll_base_module_t *module)
 {
-    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ringx_request_t *req = ringx_request_new(m, 0);
-    int rc;
-    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
-                              : prepare(&req->call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                        m, 0);
-
-    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLGATHER, buffers, req, 0, &rc) !=
-        RINGX_SERVE) {
-        return rc != OMPI_SUCCESS ? rc
-                                  : m->prev_iallgather(sbuf, scount, sdtype, rbuf, rcount,
-                                                       rdtype, comm, request,
-                                                       m->prev_iallgather_module);
-    }
-    ringx_request_args_t args = { sbuf, rbuf, scount, rcount, sdtype, rdtype, NULL, hand_on };
-    return ringx_request_start(req, &args, request);
+    return serve_request(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, NULL, request, module,
+                         0);
 }
 
 int mca_coll_ringx_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -344,19 +350,6 @@ int mca_coll_ringx_allgather_init(const void *sbuf, int scount, struct ompi_data
                                   struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                   ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ringx_request_t *req = ringx_request_new(m, 1);
-    int rc;
-    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
-                              : prepare(&req->call, sbuf, scount, sdtype, rbuf, rcount, rdtype,
-                                        m, 0);
-
-    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLGATHER, buffers, req, 1, &rc) !=
-        RINGX_SERVE) {
-        return rc != OMPI_SUCCESS
-                   ? rc
-                   : m->prev_allgather_init(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info,
-                                            request, m->prev_allgather_init_module);
-    }
-    return ringx_request_init(req, request);
+    return serve_request(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, info, request, module,
+                         1);
 }

@@ -336,12 +336,30 @@ int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
     return ringx_call_serve(&c);
 }
 
-static int hand_on(ringx_request_t *req, ompi_request_t **prev)
+static int hand_on(const ringx_request_args_t *a, mca_coll_ringx_module_t *m,
+                   struct ompi_communicator_t *comm, int persistent, struct ompi_info_t *info,
+                   ompi_request_t **request)
 {
-    const ringx_request_args_t *a = &req->args;
-    mca_coll_ringx_module_t *m = req->call.m;
-    return m->prev_iallreduce(a->sbuf, a->rbuf, a->rcount, a->rdtype, a->op, req->comm, prev,
-                              m->prev_iallreduce_module);
+    return persistent ? m->prev_allreduce_init(a->sbuf, a->rbuf, a->rcount, a->rdtype, a->op, comm,
+                                               info, request, m->prev_allreduce_init_module)
+                      : m->prev_iallreduce(a->sbuf, a->rbuf, a->rcount, a->rdtype, a->op, comm,
+                                           request, m->prev_iallreduce_module);
+}
+
+static int serve_request(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                         struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                         struct ompi_info_t *info, ompi_request_t **request,
+                         mca_coll_base_module_t *module, int persistent)
+{
+    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    ringx_request_t *req = ringx_request_new(m, persistent);
+    ringx_request_args_t args = { sbuf, rbuf, count, count, NULL, dtype, op, hand_on };
+    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
+                              : ringx_call_prepare_reduction(&req->call, m, RINGX_COLL_ALLREDUCE,
+                                                             sbuf, rbuf, count, dtype, op, 0);
+
+    return ringx_request_serve(m, comm, RINGX_COLL_ALLREDUCE, buffers, req, persistent, &args,
+                               info, request);
 }
 
 int mca_coll_ringx_iallreduce(const void *sbuf, void *rbuf, int count,
@@ -349,21 +367,7 @@ int mca_coll_ringx_iallreduce(const void *sbuf, void *rbuf, int count,
                               struct ompi_communicator_t *comm, ompi_request_t **request,
                               mca_coll_base_module_t *module)
 {
-    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ringx_request_t *req = ringx_request_new(m, 0);
-    int rc;
-    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
-                              : ringx_call_prepare_reduction(&req->call, m, RINGX_COLL_ALLREDUCE,
-                                                             sbuf, rbuf, count, dtype, op, 0);
-
-    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLREDUCE, buffers, req, 0, &rc) !=
-        RINGX_SERVE) {
-        return rc != OMPI_SUCCESS ? rc
-                                  : m->prev_iallreduce(sbuf, rbuf, count, dtype, op, comm,
-                                                       request, m->prev_iallreduce_module);
-    }
-    ringx_request_args_t args = { sbuf, rbuf, count, count, NULL, dtype, op, hand_on };
-    return ringx_request_start(req, &args, request);
+    return serve_request(sbuf, rbuf, count, dtype, op, comm, NULL, request, module, 0);
 }
 
 int mca_coll_ringx_allreduce_init(const void *sbuf, void *rbuf, int count,
@@ -371,19 +375,5 @@ int mca_coll_ringx_allreduce_init(const void *sbuf, void *rbuf, int count,
                                   struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                   ompi_request_t **request, mca_coll_base_module_t *module)
 {
-    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ringx_request_t *req = ringx_request_new(m, 1);
-    int rc;
-    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
-                              : ringx_call_prepare_reduction(&req->call, m, RINGX_COLL_ALLREDUCE,
-                                                             sbuf, rbuf, count, dtype, op, 0);
-
-    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_ALLREDUCE, buffers, req, 1, &rc) !=
-        RINGX_SERVE) {
-        return rc != OMPI_SUCCESS
-                   ? rc
-                   : m->prev_allreduce_init(sbuf, rbuf, count, dtype, op, comm, info, request,
-                                            m->prev_allreduce_init_module);
-    }
-    return ringx_request_init(req, request);
+    return serve_request(sbuf, rbuf, count, dtype, op, comm, info, request, module, 1);
 }

@@ -295,13 +295,34 @@ int mca_coll_ringx_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount
     return ringx_call_serve(&c);
 }
 
-static int hand_on(ringx_request_t *req, ompi_request_t **prev)
+static int hand_on(const ringx_request_args_t *a, mca_coll_ringx_module_t *m,
+                   struct ompi_communicator_t *comm, int persistent, struct ompi_info_t *info,
+                   ompi_request_t **request)
 {
-    const ringx_request_args_t *a = &req->args;
-    mca_coll_ringx_module_t *m = req->call.m;
-    return m->prev_ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->rdtype, a->op,
-                                         req->comm, prev,
-                                         m->prev_ireduce_scatter_block_module);
+    return persistent
+               ? m->prev_reduce_scatter_block_init(a->sbuf, a->rbuf, a->rcount, a->rdtype, a->op,
+                                                   comm, info, request,
+                                                   m->prev_reduce_scatter_block_init_module)
+               : m->prev_ireduce_scatter_block(a->sbuf, a->rbuf, a->rcount, a->rdtype, a->op,
+                                               comm, request,
+                                               m->prev_ireduce_scatter_block_module);
+}
+
+static int serve_request(const void *sbuf, void *rbuf, int rcount, struct ompi_datatype_t *dtype,
+                         struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                         struct ompi_info_t *info, ompi_request_t **request,
+                         mca_coll_base_module_t *module, int persistent)
+{
+    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    ringx_request_t *req = ringx_request_new(m, persistent);
+    ringx_request_args_t args = { sbuf, rbuf, rcount, rcount, NULL, dtype, op, hand_on };
+    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
+                              : ringx_call_prepare_reduction(&req->call, m,
+                                                             RINGX_COLL_REDUCE_SCATTER_BLOCK, sbuf,
+                                                             rbuf, rcount, dtype, op, 0);
+
+    return ringx_request_serve(m, comm, RINGX_COLL_REDUCE_SCATTER_BLOCK, buffers, req,
+                               persistent, &args, info, request);
 }
 
 int mca_coll_ringx_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -310,23 +331,7 @@ int mca_coll_ringx_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcoun
                                          ompi_request_t **request,
                                          mca_coll_base_module_t *module)
 {
-    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ringx_request_t *req = ringx_request_new(m, 0);
-    int rc;
-    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
-                              : ringx_call_prepare_reduction(&req->call, m,
-                                                             RINGX_COLL_REDUCE_SCATTER_BLOCK, sbuf,
-                                                             rbuf, rcount, dtype, op, 0);
-
-    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_REDUCE_SCATTER_BLOCK, buffers, req, 0, &rc) !=
-        RINGX_SERVE) {
-        return rc != OMPI_SUCCESS
-                   ? rc
-                   : m->prev_ireduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm, request,
-                                                   m->prev_ireduce_scatter_block_module);
-    }
-    ringx_request_args_t args = { sbuf, rbuf, rcount, rcount, NULL, dtype, op, hand_on };
-    return ringx_request_start(req, &args, request);
+    return serve_request(sbuf, rbuf, rcount, dtype, op, comm, NULL, request, module, 0);
 }
 
 int mca_coll_ringx_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
@@ -336,21 +341,5 @@ int mca_coll_ringx_reduce_scatter_block_init(const void *sbuf, void *rbuf, int r
                                              struct ompi_info_t *info, ompi_request_t **request,
                                              mca_coll_base_module_t *module)
 {
-    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
-    ringx_request_t *req = ringx_request_new(m, 1);
-    int rc;
-    int buffers = req == NULL ? RINGX_FALLBACK_MEMORY
-                              : ringx_call_prepare_reduction(&req->call, m,
-                                                             RINGX_COLL_REDUCE_SCATTER_BLOCK, sbuf,
-                                                             rbuf, rcount, dtype, op, 0);
-
-    if (ringx_admit_nonblocking(m, comm, RINGX_COLL_REDUCE_SCATTER_BLOCK, buffers, req, 1, &rc) !=
-        RINGX_SERVE) {
-        return rc != OMPI_SUCCESS
-                   ? rc
-                   : m->prev_reduce_scatter_block_init(sbuf, rbuf, rcount, dtype, op, comm, info,
-                                                       request,
-                                                       m->prev_reduce_scatter_block_init_module);
-    }
-    return ringx_request_init(req, request);
+    return serve_request(sbuf, rbuf, rcount, dtype, op, comm, info, request, module, 1);
 }

@@ -53,25 +53,28 @@ static void request_construct(ringx_request_t *req)
     req->prev = NULL;
 }
 
-static void release_args(ringx_request_t *req)
+/* Holds (or lets go of) the call's datatypes and op: a call that waits for
+ * the connection may need them after the caller has freed its own. */
+static void hold_args(ringx_request_t *req, int hold)
 {
-    if (req->retained) {
-        if (req->args.sdtype != NULL) {
-            OBJ_RELEASE(req->args.sdtype);
+    opal_object_t *objs[3] = { (opal_object_t *)req->args.sdtype,
+                               (opal_object_t *)req->args.rdtype, (opal_object_t *)req->args.op };
+
+    for (int i = 0; i < 3; i++) {
+        if (objs[i] != NULL && hold) {
+            OBJ_RETAIN(objs[i]);
+        } else if (objs[i] != NULL) {
+            OBJ_RELEASE(objs[i]);
         }
-        if (req->args.rdtype != NULL) {
-            OBJ_RELEASE(req->args.rdtype);
-        }
-        if (req->args.op != NULL) {
-            OBJ_RELEASE(req->args.op);
-        }
-        req->retained = 0;
     }
+    req->retained = hold;
 }
 
 static void request_destruct(ringx_request_t *req)
 {
-    release_args(req);
+    if (req->retained) {
+        hold_args(req, 0);
+    }
     ringx_scratch_set_free(&req->scratch);
 }
 
@@ -130,9 +133,8 @@ ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m, int persistent)
     return req;
 }
 
-int ringx_admit_nonblocking(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
-                            ringx_coll_t coll, int buffers, ringx_request_t *req, int persistent,
-                            int *rc)
+static int admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                 ringx_coll_t coll, int buffers, ringx_request_t *req, int persistent, int *rc)
 {
     int reason;
 
@@ -224,7 +226,7 @@ static void begin(ringx_request_t *req)
 
     if (m->state != RINGX_COMM_READY) {
         ringx_count_fallback(m, c->coll, ringx_module_fallback_reason(m), 0);
-        rc = req->args.delegate(req, &req->prev);
+        rc = req->args.hand_on(&req->args, m, req->comm, 0, NULL, &req->prev);
         req->mpi_error = rc == OMPI_SUCCESS ? MPI_SUCCESS : ompi_errcode_get_mpi_code(rc);
         if (rc != OMPI_SUCCESS) {
             req->prev = NULL;
@@ -381,22 +383,12 @@ void ringx_requests_connected(mca_coll_ringx_module_t *m)
     begin_deferred(m);
 }
 
-/* Until the call begins: the datatypes and op may be freed by the caller
- * in the meantime (MPI lets it), and the previous component may need them. */
+/* Queues the call until the connection is over. */
 static void defer(ringx_request_t *req)
 {
     mca_coll_ringx_module_t *m = req->call.m;
 
-    if (req->args.sdtype != NULL) {
-        OBJ_RETAIN(req->args.sdtype);
-    }
-    if (req->args.rdtype != NULL) {
-        OBJ_RETAIN(req->args.rdtype);
-    }
-    if (req->args.op != NULL) {
-        OBJ_RETAIN(req->args.op);
-    }
-    req->retained = 1;
+    hold_args(req, 1);
     pthread_mutex_lock(&m->parked_lock);
     if (m->deferred_tail != NULL) {
         m->deferred_tail->next_deferred = req;
@@ -407,8 +399,8 @@ static void defer(ringx_request_t *req)
     pthread_mutex_unlock(&m->parked_lock);
 }
 
-int ringx_request_start(ringx_request_t *req, const ringx_request_args_t *args,
-                        ompi_request_t **request)
+static int start_nonblocking(ringx_request_t *req, const ringx_request_args_t *args,
+                             ompi_request_t **request)
 {
     ringx_call_t *c = &req->call;
     mca_coll_ringx_module_t *m = c->m;
@@ -436,7 +428,7 @@ int ringx_request_start(ringx_request_t *req, const ringx_request_args_t *args,
 
 /* ---------------------------------------------------------- persistent */
 
-int ringx_request_init(ringx_request_t *req, ompi_request_t **request)
+static int init_persistent(ringx_request_t *req, ompi_request_t **request)
 {
     ringx_call_t *c = &req->call;
     mca_coll_ringx_module_t *m = c->m;
@@ -488,4 +480,19 @@ static int request_start(size_t count, ompi_request_t **requests)
         }
     }
     return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------------- serve */
+
+int ringx_request_serve(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                        ringx_coll_t coll, int buffers, ringx_request_t *req, int persistent,
+                        const ringx_request_args_t *args, struct ompi_info_t *info,
+                        ompi_request_t **request)
+{
+    int rc;
+
+    if (admit(m, comm, coll, buffers, req, persistent, &rc) != RINGX_SERVE) {
+        return rc != OMPI_SUCCESS ? rc : args->hand_on(args, m, comm, persistent, info, request);
+    }
+    return persistent ? init_persistent(req, request) : start_nonblocking(req, args, request);
 }
