@@ -24,6 +24,7 @@
 #include "ringx_test_device.h"
 
 const char *const coll_names[NCOLL] = { "allreduce", "allgather", "reduce_scatter_block" };
+const char *const form_names[NFORMS] = { "blocking", "nonblocking", "persistent" };
 
 static const dtype_desc_t dtypes[] = {
     { "float", MPI_FLOAT, 4, 1, 1 },    { "double", MPI_DOUBLE, 8, 1, 1 },
@@ -82,6 +83,9 @@ static void usage(void)
                "  -i, --in-place         use MPI_IN_PLACE\n"
                "  -r, --rounds N         interleaved rounds per size (default 3)\n"
                "  -t, --time SECONDS     target time per measurement (default 0.2)\n"
+               "  -f, --form FORM        blocking (default), nonblocking (MPI_I... then MPI_Wait)\n"
+               "                         or persistent (one ..._init per size, then MPI_Start\n"
+               "                         and MPI_Wait per call), on both sides\n"
                "  --csv FILE             write the results as CSV\n"
                "  --write-rules FILE     time every ringx algorithm per size instead, and write\n"
                "                         the fastest as rules for this rank count into FILE\n"
@@ -132,7 +136,8 @@ static int parse_colls(char *list, options_t *o)
 /* Returns 0, or an error message. */
 static const char *parse_options(int argc, char **argv, options_t *o)
 {
-    *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 3, 0.2, NULL, NULL, 0 };
+    *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 3, 0.2, NULL, NULL, 0,
+                      FORM_BLOCKING };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -156,6 +161,14 @@ static const char *parse_options(int argc, char **argv, options_t *o)
             if (v) o->rounds = atoi(v) > 0 ? atoi(v) : 1;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--time")) {
             if (v) o->target_seconds = atof(v);
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--form")) {
+            o->form = NFORMS;
+            for (int f = 0; v && f < NFORMS; f++) {
+                o->form = strcmp(v, form_names[f]) == 0 ? f : o->form;
+            }
+            if (v && o->form == NFORMS) {
+                return "--form: blocking, nonblocking or persistent";
+            }
         } else if (!strcmp(a, "--csv")) {
             o->csv = v;
         } else if (!strcmp(a, "--write-rules")) {
@@ -309,10 +322,9 @@ int check_output(const options_t *o, const point_t *pt, const buffers_t *b)
     return 1;
 }
 
-static int call_on(const options_t *o, const point_t *pt, void *send, void *recv,
-                   MPI_Comm comm)
+static int call_blocking(const options_t *o, const point_t *pt, const void *s, void *recv,
+                         MPI_Comm comm)
 {
-    const void *s = o->in_place ? MPI_IN_PLACE : send;
     MPI_Datatype t = o->dtype->type;
     int n = (int)pt->count;
     switch (pt->coll) {
@@ -322,6 +334,100 @@ static int call_on(const options_t *o, const point_t *pt, void *send, void *recv
         return MPI_Allgather(s, n, t, recv, n, t, comm);
     default:
         return MPI_Reduce_scatter_block(s, recv, n, t, o->op->op, comm);
+    }
+}
+
+static int call_nonblocking(const options_t *o, const point_t *pt, const void *s, void *recv,
+                            MPI_Comm comm)
+{
+    MPI_Datatype t = o->dtype->type;
+    int n = (int)pt->count, rc;
+    MPI_Request req;
+    switch (pt->coll) {
+    case COLL_ALLREDUCE:
+        rc = MPI_Iallreduce(s, recv, n, t, o->op->op, comm, &req);
+        break;
+    case COLL_ALLGATHER:
+        rc = MPI_Iallgather(s, n, t, recv, n, t, comm, &req);
+        break;
+    default:
+        rc = MPI_Ireduce_scatter_block(s, recv, n, t, o->op->op, comm, &req);
+        break;
+    }
+    return rc == MPI_SUCCESS ? MPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
+}
+
+/* MPI 4.0's persistent collectives: Open MPI 4.1's pcollreq extension,
+ * the standard names in Open MPI 5. */
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define PERSISTENT(name) MPIX_##name##_init
+#elif OMPI_MAJOR_VERSION >= 5
+#define PERSISTENT(name) MPI_##name##_init
+#endif
+
+/* One persistent request per side, made for the point being measured
+ * (the init is collective: every rank moves to the next point together). */
+static struct persistent_call {
+    MPI_Comm comm;
+    int coll;
+    size_t count;
+    const void *send;
+    void *recv;
+    MPI_Request req;
+} persistent_calls[2] = { { MPI_COMM_NULL, 0, 0, NULL, NULL, MPI_REQUEST_NULL },
+                          { MPI_COMM_NULL, 0, 0, NULL, NULL, MPI_REQUEST_NULL } };
+
+static void persistent_free_all(void)
+{
+    for (int i = 0; i < 2; i++) {
+        if (persistent_calls[i].req != MPI_REQUEST_NULL) {
+            MPI_Request_free(&persistent_calls[i].req);
+        }
+    }
+}
+
+static int call_persistent(const options_t *o, const point_t *pt, const void *s, void *recv,
+                           MPI_Comm comm)
+{
+#ifdef PERSISTENT
+    struct persistent_call *p = &persistent_calls[comm == stock_comm ? 0 : 1];
+    MPI_Datatype t = o->dtype->type;
+    int n = (int)pt->count, rc = MPI_SUCCESS;
+
+    if (p->req != MPI_REQUEST_NULL && (p->coll != pt->coll || p->count != pt->count ||
+                                       p->send != s || p->recv != recv || p->comm != comm)) {
+        MPI_Request_free(&p->req);
+    }
+    if (p->req == MPI_REQUEST_NULL) {
+        *p = (struct persistent_call){ comm, pt->coll, pt->count, s, recv, MPI_REQUEST_NULL };
+        rc = pt->coll == COLL_ALLREDUCE
+                 ? PERSISTENT(Allreduce)(s, recv, n, t, o->op->op, comm, MPI_INFO_NULL, &p->req)
+             : pt->coll == COLL_ALLGATHER
+                 ? PERSISTENT(Allgather)(s, n, t, recv, n, t, comm, MPI_INFO_NULL, &p->req)
+                 : PERSISTENT(Reduce_scatter_block)(s, recv, n, t, o->op->op, comm,
+                                                    MPI_INFO_NULL, &p->req);
+    }
+    if (rc == MPI_SUCCESS) {
+        rc = MPI_Start(&p->req);
+    }
+    return rc == MPI_SUCCESS ? MPI_Wait(&p->req, MPI_STATUS_IGNORE) : rc;
+#else
+    (void)o; (void)pt; (void)s; (void)recv; (void)comm;
+    return MPI_ERR_OTHER;
+#endif
+}
+
+static int call_on(const options_t *o, const point_t *pt, void *send, void *recv,
+                   MPI_Comm comm)
+{
+    const void *s = o->in_place ? MPI_IN_PLACE : send;
+    switch (o->form) {
+    case FORM_NONBLOCKING:
+        return call_nonblocking(o, pt, s, recv, comm);
+    case FORM_PERSISTENT:
+        return call_persistent(o, pt, s, recv, comm);
+    default:
+        return call_blocking(o, pt, s, recv, comm);
     }
 }
 
@@ -485,9 +591,9 @@ static double bus_factor(int coll)
 
 static void print_header(const options_t *o, const buffers_t *b)
 {
-    printf("# ringx vs stock Open MPI collectives: np=%d, %s %s, %s, %s\n", nprocs,
+    printf("# ringx vs stock Open MPI collectives: np=%d, %s %s, %s, %s, %s calls\n", nprocs,
            o->dtype->name, o->op->name, memory_label(o, b),
-           o->in_place ? "in place" : "out of place");
+           o->in_place ? "in place" : "out of place", form_names[o->form]);
     printf("# time per call = best of %d interleaved rounds (each the mean of N calls, max "
            "over ranks); busbw as in nccl-tests; ratio = ringx busbw / stock busbw\n",
            o->rounds);
@@ -751,6 +857,7 @@ int main(int argc, char **argv)
             fclose(csv);
         }
     }
+    persistent_free_all();
     close_buffers(&o, &b);
     MPI_Comm_free(&ringx_comm);
     MPI_Comm_free(&stock_comm);

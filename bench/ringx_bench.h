@@ -39,7 +39,11 @@ typedef struct options {
     const char *csv;
     const char *rules;          /* --write-rules FILE */
     int device;                 /* --mem cuda */
+    int form;                   /* --form: FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT */
 } options_t;
+
+enum { FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT, NFORMS };
+extern const char *const form_names[NFORMS];
 
 typedef struct point {
     int coll;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench.sh - the benchmark's two modes on a short sweep: the side-by-side
-# comparison (every result validated, exit 0), and --write-rules, whose file
-# ringx must then read and follow.
+# comparison (every result validated, exit 0; also with nonblocking and
+# persistent calls), and --write-rules, whose file ringx must then read and
+# follow.
 #   bench.sh THREE_COLLECTIVES   (RINGX_BENCH: the ringx_bench program;
 #                                 RINGX_COMPONENT_DIR as for run_mpi_test.sh)
 set -u
@@ -16,6 +17,14 @@ fail=0
     --csv "$work/b.csv" >"$work/compare.out" 2>&1 || fail=1
 grep -q "^# all results validated" "$work/compare.out" || fail=1
 [ "$(grep -c '^allreduce,' "$work/b.csv")" -ge 10 ] || fail=1
+
+# the nonblocking and persistent forms: validated, and served by ringx (the pvars)
+for form in nonblocking persistent; do
+    "$here/run_mpi_test.sh" 3 "$bench" --max-bytes 16K --time 0.002 --rounds 1 --form "$form" \
+        >"$work/$form.out" 2>&1 || fail=1
+    grep -q "^# all results validated" "$work/$form.out" ||
+        { echo "FAIL: --form $form"; cat "$work/$form.out"; fail=1; }
+done
 
 "$here/run_mpi_test.sh" 3 "$bench" --max-bytes 4K --time 0.002 --rounds 1 \
     --write-rules "$work/rules" >"$work/tune.out" 2>&1 || fail=1
