@@ -47,6 +47,7 @@ static const op_desc_t ops[] = {
 
 typedef struct side_result {
     double seconds;             /* per call: best round, mean of its iterations, max over ranks */
+    double overlap;             /* --overlap: the share of the call hidden by computation */
     int valid;
     char alg[64];               /* ringx algorithm(s) that served the calls */
     unsigned long long served;  /* ringx calls counted by the pvars */
@@ -86,6 +87,11 @@ static void usage(void)
                "  -f, --form FORM        blocking (default), nonblocking (MPI_I... then MPI_Wait)\n"
                "                         or persistent (one ..._init per size, then MPI_Start\n"
                "                         and MPI_Wait per call), on both sides\n"
+               "  --overlap              with --form nonblocking or persistent: also time each\n"
+               "                         call overlapped with computation as long as the call\n"
+               "                         (MPI_Test every 50 us) and report the share hidden\n"
+               "  -l, --load N           N busy processes per node compete with the ranks for\n"
+               "                         the cores while measuring (default 0)\n"
                "  --csv FILE             write the results as CSV\n"
                "  --write-rules FILE     time every ringx algorithm per size instead, and write\n"
                "                         the fastest as rules for this rank count into FILE\n"
@@ -137,7 +143,7 @@ static int parse_colls(char *list, options_t *o)
 static const char *parse_options(int argc, char **argv, options_t *o)
 {
     *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 3, 0.2, NULL, NULL, 0,
-                      FORM_BLOCKING };
+                      FORM_BLOCKING, 0, 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -169,6 +175,11 @@ static const char *parse_options(int argc, char **argv, options_t *o)
             if (v && o->form == NFORMS) {
                 return "--form: blocking, nonblocking or persistent";
             }
+        } else if (!strcmp(a, "--overlap")) {
+            o->overlap = 1;
+            takes = 0;
+        } else if (!strcmp(a, "-l") || !strcmp(a, "--load")) {
+            if (v) o->load = atoi(v) > 0 ? atoi(v) : 0;
         } else if (!strcmp(a, "--csv")) {
             o->csv = v;
         } else if (!strcmp(a, "--write-rules")) {
@@ -186,6 +197,9 @@ static const char *parse_options(int argc, char **argv, options_t *o)
     }
     if (o->dtype->floating && o->op->kind >= OP_BAND) {
         return "bitwise ops need an integer datatype";
+    }
+    if (o->overlap && o->form == FORM_BLOCKING) {
+        return "--overlap needs --form nonblocking or persistent";
     }
     if (o->min_bytes == 0 || o->max_bytes < o->min_bytes) {
         return "bad size range";
@@ -337,6 +351,27 @@ static int call_blocking(const options_t *o, const point_t *pt, const void *s, v
     }
 }
 
+/* --overlap: seconds of computation between the start of a nonblocking
+ * or persistent call and its wait (0: none), with an MPI_Test every
+ * OVERLAP_POLL_SECONDS, as applications that overlap poll their requests:
+ * neither ringx nor libnbc has a progress thread. */
+static double compute_seconds;
+#define OVERLAP_POLL_SECONDS 50e-6
+
+static int finish(MPI_Request *req)
+{
+    double start = MPI_Wtime(), polled = start, now = start;
+    int done = 0;
+
+    while (compute_seconds > 0 && (now = MPI_Wtime()) - start < compute_seconds) {
+        if (!done && now - polled >= OVERLAP_POLL_SECONDS) {
+            MPI_Test(req, &done, MPI_STATUS_IGNORE);
+            polled = now;
+        }
+    }
+    return MPI_Wait(req, MPI_STATUS_IGNORE);
+}
+
 static int call_nonblocking(const options_t *o, const point_t *pt, const void *s, void *recv,
                             MPI_Comm comm)
 {
@@ -354,7 +389,7 @@ static int call_nonblocking(const options_t *o, const point_t *pt, const void *s
         rc = MPI_Ireduce_scatter_block(s, recv, n, t, o->op->op, comm, &req);
         break;
     }
-    return rc == MPI_SUCCESS ? MPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
+    return rc == MPI_SUCCESS ? finish(&req) : rc;
 }
 
 /* MPI 4.0's persistent collectives: Open MPI 4.1's pcollreq extension,
@@ -410,7 +445,7 @@ static int call_persistent(const options_t *o, const point_t *pt, const void *s,
     if (rc == MPI_SUCCESS) {
         rc = MPI_Start(&p->req);
     }
-    return rc == MPI_SUCCESS ? MPI_Wait(&p->req, MPI_STATUS_IGNORE) : rc;
+    return rc == MPI_SUCCESS ? finish(&p->req) : rc;
 #else
     (void)o; (void)pt; (void)s; (void)recv; (void)comm;
     return MPI_ERR_OTHER;
@@ -531,6 +566,35 @@ static void algorithms_used(const char *coll, const unsigned long long *before, 
     }
 }
 
+/* As OSU's nonblocking benchmarks: each call overlapped with computation
+ * as long as the call alone (pure); overlap = 1 - (total - compute) /
+ * pure, clamped to [0, 1].  Timed calls of the last round are counted by
+ * the pvars like the others. */
+static double overlap_of(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm comm,
+                         double pure)
+{
+    double total, hidden;
+    fill_input(o, pt, b);
+    compute_seconds = pure;
+    total = time_calls(o, pt, b, comm, pt->iters);
+    compute_seconds = 0;
+    hidden = 1 - (total - pure) / pure;
+    return hidden < 0 ? 0 : hidden > 1 ? 1 : hidden;
+}
+
+/* The overlap of one side, its results validated and its calls counted
+ * by ringx (all of them for the ringx side, none for the stock side). */
+static void measure_overlap(const options_t *o, const point_t *pt, buffers_t *b,
+                            side_result_t *side, MPI_Comm comm, int ringx_serves)
+{
+    const char *coll = coll_names[pt->coll];
+    unsigned long long before = ringx_pvars_served(coll);
+    side->overlap = overlap_of(o, pt, b, comm, side->seconds);
+    side->valid = side->valid && all_true(check_output(o, pt, b)) &&
+                  all_true(ringx_pvars_served(coll) - before ==
+                           (ringx_serves ? (unsigned long long)pt->iters : 0));
+}
+
 static void measure(const options_t *o, const point_t *pt, buffers_t *b, side_result_t *rx,
                     side_result_t *stock)
 {
@@ -565,6 +629,10 @@ static void measure(const options_t *o, const point_t *pt, buffers_t *b, side_re
     rx->valid = rx->valid && all_true(stock_before - rx_before ==
                                       (unsigned long long)o->rounds * (unsigned long long)pt->iters);
     stock->valid = stock->valid && all_true(stock->served == 0);
+    if (o->overlap) {
+        measure_overlap(o, pt, b, rx, ringx_comm, 1);
+        measure_overlap(o, pt, b, stock, stock_comm, 0);
+    }
 }
 
 /* ------------------------------------------------------------- output */
@@ -594,6 +662,14 @@ static void print_header(const options_t *o, const buffers_t *b)
     printf("# ringx vs stock Open MPI collectives: np=%d, %s %s, %s, %s, %s calls\n", nprocs,
            o->dtype->name, o->op->name, memory_label(o, b),
            o->in_place ? "in place" : "out of place", form_names[o->form]);
+    if (o->load > 0) {
+        printf("# with %d busy process%s per node competing for the cores\n", o->load,
+               o->load > 1 ? "es" : "");
+    }
+    if (o->overlap) {
+        printf("# overlap: each call also timed with computation as long as the call between its "
+               "start and its wait (MPI_Test every 50 us); overlap = 1 - (total - compute) / call\n");
+    }
     printf("# time per call = best of %d interleaved rounds (each the mean of N calls, max "
            "over ranks); busbw as in nccl-tests; ratio = ringx busbw / stock busbw\n",
            o->rounds);
@@ -611,17 +687,27 @@ static void report(const options_t *o, const point_t *pt, const side_result_t *r
     double f = bus_factor(pt->coll);
     const char *check = rx->valid && stock->valid ? "ok" : !rx->valid ? "FAIL(ringx)"
                                                                        : "FAIL(stock)";
-    printf("%-21s %10s %9zu %6d | %10.2f %9.3f %-10s | %10.2f %9.3f | %6.2f %-5s [%d/%d]\n",
+    printf("%-21s %10s %9zu %6d | %10.2f %9.3f %-10s | %10.2f %9.3f | %6.2f %-5s [%d/%d]",
            coll_names[pt->coll], human(pt->bytes, size, sizeof(size)), pt->count, pt->iters,
            rx->seconds * 1e6, rx_alg * f, rx->alg, stock->seconds * 1e6, st_alg * f,
            stock->seconds / rx->seconds, check, index, total);
+    if (o->overlap) {
+        printf(" overlap: ringx %3.0f%% stock %3.0f%%", rx->overlap * 100, stock->overlap * 100);
+    }
+    printf("\n");
     fflush(stdout);
     if (csv) {
-        fprintf(csv, "%s,%zu,%zu,%d,%s,%s,%s,%d,%.3f,%.6f,%.6f,%s,%.3f,%.6f,%.6f,%.4f,%s\n",
+        fprintf(csv, "%s,%zu,%zu,%d,%s,%s,%s,%d,%.3f,%.6f,%.6f,%s,%.3f,%.6f,%.6f,%.4f,%s,%s,%d",
                 coll_names[pt->coll], pt->bytes, pt->count, nprocs, o->dtype->name,
                 o->op->name, o->device ? "cuda" : "host", o->in_place, rx->seconds * 1e6, rx_alg, rx_alg * f,
                 rx->alg, stock->seconds * 1e6, st_alg, st_alg * f,
-                stock->seconds / rx->seconds, check);
+                stock->seconds / rx->seconds, check, form_names[o->form], o->load);
+        if (o->overlap) {
+            fprintf(csv, ",%.4f,%.4f", rx->overlap, stock->overlap);
+        } else {
+            fprintf(csv, ",,");
+        }
+        fprintf(csv, "\n");
         fflush(csv);
     }
 }
@@ -844,11 +930,20 @@ int main(int argc, char **argv)
         if (csv) {
             fprintf(csv, "collective,bytes,count,np,dtype,op,mem,in_place,ringx_us,"
                          "ringx_algbw_GBs,ringx_busbw_GBs,ringx_algorithm,stock_us,"
-                         "stock_algbw_GBs,stock_busbw_GBs,ratio,check\n");
+                         "stock_algbw_GBs,stock_busbw_GBs,ratio,check,form,load,ringx_overlap,"
+                         "stock_overlap\n");
         }
         print_header(&o, &b);
     }
-    failures = o.rules ? tune(&o, &b) : sweep(&o, &b, csv);
+    if (load_start(o.load) != 0) {
+        if (rank == 0) {
+            fprintf(stderr, "ringx_bench: --load: could not start the busy processes\n");
+        }
+        failures = 1;
+    } else {
+        failures = o.rules ? tune(&o, &b) : sweep(&o, &b, csv);
+    }
+    load_stop();
     if (rank == 0) {
         print_pvar_summary();
         printf("# %s\n", failures ? "FAILED: some results were wrong or not served as expected"

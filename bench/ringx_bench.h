@@ -40,6 +40,8 @@ typedef struct options {
     const char *rules;          /* --write-rules FILE */
     int device;                 /* --mem cuda */
     int form;                   /* --form: FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT */
+    int load;                   /* --load N: busy processes per node while measuring */
+    int overlap;                /* --overlap: also time calls overlapped with computation */
 } options_t;
 
 enum { FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT, NFORMS };
@@ -89,6 +91,11 @@ int cvar_write_int(const char *name, int value, int *old);
 
 /* The value of item in the enumeration of control variable name, or -1. */
 int cvar_enum_value(const char *name, const char *item);
+
+/* --load: starts n busy processes on each node (0: none) for the
+ * measurements, and ends them; 0 or -1 (on every rank alike). */
+int load_start(int n);
+void load_stop(void);
 
 /* --write-rules: measures every ringx algorithm; returns failures. */
 int tune(const options_t *o, buffers_t *b);

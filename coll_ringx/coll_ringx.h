@@ -47,6 +47,7 @@ typedef struct mca_coll_ringx_component_t {
     int gpu_bounce_buffers;               /* send bounce buffers per staged call */
     bool stage_host_buffers;              /* testing: stage host buffers too */
     size_t mailbox_bytes;                 /* largest message through a mailbox; 0: none */
+    size_t direct_buffer_bytes;           /* direct reads of peers' buffers from here; 0: never */
     bool single_copy;                     /* direct reads through UCX's cma transport */
     char *fill;                           /* components that fill empty slots */
     bool requests;                        /* ringx's requests fit Open MPI's (open) */
@@ -84,6 +85,7 @@ typedef struct ringx_counters {
     unsigned long long mailbox[RINGX_COLL_COUNT];     /* calls with mailbox messages */
     unsigned long long nonblocking[RINGX_COLL_COUNT]; /* nonblocking calls served */
     unsigned long long persistent[RINGX_COLL_COUNT];  /* starts of persistent calls served */
+    unsigned long long buffer_reads[RINGX_COLL_COUNT]; /* direct reads out of peers' buffers */
 } ringx_counters_t;
 
 extern ringx_counters_t mca_coll_ringx_counters;
@@ -139,6 +141,7 @@ typedef struct ringx_mailbox {
     size_t bytes;               /* data bytes per slot */
     size_t stride;              /* bytes per slot */
     size_t whole_bytes;         /* largest allreduce each rank reduces whole (agreed) */
+    size_t buffers_from;        /* calls this large read the peers' buffers (agreed; 0: never) */
 } ringx_mailbox_t;
 
 typedef struct mca_coll_ringx_module_t {
@@ -426,7 +429,7 @@ size_t ringx_mailbox_window_bytes(void);
  * this rank's part (from the peers' windows mapped here, by rank; NULL
  * where not mapped; windows NULL: none), then, with the reduced values,
  * m's mailboxes set up or left off (coll_ringx_connect.c). */
-#define RINGX_MAILBOX_AGREE_INTS 4
+#define RINGX_MAILBOX_AGREE_INTS 6
 void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
                                int local[RINGX_MAILBOX_AGREE_INTS]);
 int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
@@ -534,16 +537,25 @@ static inline int ringx_direct_possible(const mca_coll_ringx_module_t *m)
  * records check. */
 int ringx_direct_single_copy(const mca_coll_ringx_module_t *m);
 
+/* Whether direct reads of a call of bytes (the whole buffer: reduced,
+ * gathered, or reduce_scatter_block's input) read the peers' buffers
+ * rather than pass through the outboxes; the same answer on every rank. */
+static inline int ringx_direct_from_buffers(const mca_coll_ringx_module_t *m, size_t bytes)
+{
+    return m->mailbox.buffers_from > 0 && bytes >= m->mailbox.buffers_from;
+}
+
 /* One call's direct reads. */
 typedef struct ringx_direct {
     mca_coll_ringx_module_t *m;
     ringx_mem_t *mem;
     uint32_t seq;
     int open;                   /* reads allowed; ringx_direct_close pending */
+    int two;                    /* a second buffer exposed */
     unsigned idle;
-    ringx_exposed_t own;
-    void **rkeys;               /* by rank: its key, unpacked here */
-    uint64_t *remote;           /* by rank: its exposed buffer */
+    ringx_exposed_t own, own2;
+    void **rkeys, **rkeys2;     /* by rank: its keys, unpacked here */
+    uint64_t *remote, *remote2; /* by rank: its exposed buffers */
     ringx_req_t *reqs;          /* by rank: the read from it */
 } ringx_direct_t;
 
@@ -556,10 +568,29 @@ typedef struct ringx_direct {
 void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
                          const void *buf, size_t len);
 int ringx_direct_agree(ringx_direct_t *d);
+/* Exposes a second buffer too (single copies only: a rank that reads
+ * through UCP gets cannot expose, and the call declines). */
+void ringx_direct_expose_two(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                             const void *buf, size_t len, const void *buf2, size_t len2);
 
 /* Posts a read of len bytes at offset in rank's exposed buffer into dst
  * (one outstanding read per peer). */
 int ringx_direct_read(ringx_direct_t *d, int rank, void *dst, size_t offset, size_t len);
+
+/* The same from rank's second buffer (ringx_direct_expose_two). */
+int ringx_direct_read_second(ringx_direct_t *d, int rank, void *dst, size_t offset, size_t len);
+
+/* Reads bytes at offset of every peer's buffer and reduces them with own
+ * into acc (may be own), a segment (seg bytes, in scratch at segment) at
+ * a time so that the partial result stays in cache. */
+int ringx_direct_read_reduce(ringx_direct_t *d, size_t offset, const char *own, char *acc,
+                             char *segment, size_t seg, size_t bytes, ringx_reduction_t red);
+
+/* A signal from this rank to every peer within the call (e.g. "my share
+ * of the result is ready"), with its status; a peer waits for it and gets
+ * OMPI_SUCCESS or OMPI_ERROR. */
+void ringx_direct_signal(ringx_direct_t *d, int rc);
+int ringx_direct_wait_signal(ringx_direct_t *d, int rank);
 
 /* Waits for the read from rank; 0 or an OMPI error code. */
 int ringx_direct_wait(ringx_direct_t *d, int rank);

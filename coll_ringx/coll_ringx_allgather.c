@@ -15,12 +15,13 @@
  *
  * Direct reads (ranks on one node): each rank copies its block, a piece at
  * a time, into its outbox (coll_ringx_mailbox.c) and every peer copies it
- * from there; one synchronisation per piece.  Without outboxes
- * (coll_ringx_mailbox_bytes 0), each rank reads every other rank's block
- * straight out of its buffer (coll_ringx_direct.c).  On the development
- * machine the outboxes were faster at every size, np 2-8, 64 KiB - 64 MiB:
- * 1.1-1.5x (np 2) to 1.7-4.7x (np 8) the stock collective, where the
- * reads from the buffers gave 0.92-1.05x.
+ * from there; one synchronisation per piece.  For large calls
+ * (ringx_direct_from_buffers) and without outboxes (coll_ringx_mailbox_bytes
+ * 0), each rank reads every other rank's block straight out of its buffer
+ * (coll_ringx_direct.c).  On a quiet development machine the outboxes were
+ * faster for large allgathers (1.1-1.7x the stock collective where the
+ * buffers gave 0.9-1.2x); with busy cores the outboxes fell to 0.05-0.1x
+ * and the buffers held 1.0-2.0x (README, "One node under load").
  */
 #include "coll_ringx.h"
 
@@ -227,6 +228,7 @@ static int allgather_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const 
     }
     rc = ringx_direct_close(&d, rc);
     if (rc == OMPI_SUCCESS) {
+        ringx_count(&mca_coll_ringx_counters.buffer_reads[RINGX_COLL_ALLGATHER], 1);
         /* what the peers took from this rank */
         ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER],
                     block_bytes * (size_t)(m->size - 1));
@@ -237,7 +239,8 @@ static int allgather_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const 
 static int run_direct(ringx_call_t *c)
 {
     size_t block_bytes = c->count * c->elem_size;
-    return ringx_outbox_bytes(c->m) > 0
+    return ringx_outbox_bytes(c->m) > 0 &&
+                   !ringx_direct_from_buffers(c->m, block_bytes * (size_t)c->m->size)
                ? allgather_outbox(c->m, &c->mem, c->input, c->result, block_bytes)
                : allgather_direct(c->m, &c->mem, c->input, c->result, block_bytes);
 }

@@ -23,6 +23,9 @@
  * transfers and the receiver's copies in of a few segments in flight. */
 #define RINGX_DEFAULT_BOUNCE_BUFFERS 4
 #define RINGX_DEFAULT_MAILBOX_BYTES 4096
+/* Measured with ringx_bench --load on the development machine (2 cores):
+ * see README, "One node under load". */
+#define RINGX_DEFAULT_DIRECT_BUFFER_BYTES (256 * 1024)
 #define RINGX_MAX_BOUNCE_BUFFERS 64
 /* RINGX_DEFAULT_FILL (coll_ringx_compat.h): the stock components that
  * serve the other collectives under the default selection: self
@@ -55,6 +58,7 @@ mca_coll_ringx_component_t mca_coll_ringx_component = {
     .yield = -1,
     .gpu_bounce_buffers = RINGX_DEFAULT_BOUNCE_BUFFERS,
     .mailbox_bytes = RINGX_DEFAULT_MAILBOX_BYTES,
+    .direct_buffer_bytes = RINGX_DEFAULT_DIRECT_BUFFER_BYTES,
     .single_copy = true,
     .output = -1,
 };
@@ -215,13 +219,25 @@ static int ringx_register(void)
                  "reserves 64 communicators x 32 slots of this size in shared memory; the 16 "
                  "slots of a call are also the outbox through which direct reads (algorithm "
                  "direct_read) pass a piece of each rank's data at a time. 0 also makes "
-                 "direct reads read the peers' buffers themselves (allgather, "
-                 "reduce_scatter_block) or decline (allreduce)",
+                 "direct reads read the peers' buffers themselves at every size (allreduce "
+                 "only with single copies; it declines otherwise)",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
                  &c->mailbox_bytes);
+    register_var("direct_buffer_bytes",
+                 "Direct reads (algorithm direct_read) of calls of at least this many bytes "
+                 "(the whole buffer: reduced, gathered, or reduce_scatter_block's input) read "
+                 "the peers' buffers themselves with single copies instead of passing "
+                 "through the outboxes a piece at a time: a few synchronisations per call "
+                 "instead of one or two per piece, which holds up when ranks are descheduled "
+                 "(busy or oversubscribed cores). Needs single copies (UCX's cma transport) "
+                 "between every pair of ranks; the smallest value of the ranks counts. 0: "
+                 "outboxes for every size",
+                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                 &c->direct_buffer_bytes);
     register_var("single_copy",
-                 "Direct reads out of the peers' buffers (algorithm direct_read without "
-                 "outboxes: coll_ringx_mailbox_bytes 0) copy straight from the peer's memory "
+                 "Direct reads out of the peers' buffers (algorithm direct_read from "
+                 "coll_ringx_direct_buffer_bytes, or without outboxes: coll_ringx_mailbox_bytes "
+                 "0) copy straight from the peer's memory "
                  "through UCX's cma transport where it opens; false: through UCP gets, which "
                  "UCX 1.13 carries between processes of a node as messages the peer answers",
                  MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,

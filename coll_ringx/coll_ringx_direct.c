@@ -1,9 +1,12 @@
 /*
  * coll_ringx_direct.c - direct reads: on one node, a rank reads the blocks
  * it needs out of the other ranks' buffers (UCX reads) in the order it
- * likes, instead of exchanging them with one partner per step.  Used where
- * there are no outboxes (coll_ringx_mailbox_bytes 0), which serve direct
- * reads otherwise (coll_ringx_mailbox.c).
+ * likes, instead of exchanging them with one partner per step.  Used for
+ * calls of coll_ringx_direct_buffer_bytes and more (ringx_direct_from_buffers)
+ * and where there are no outboxes (coll_ringx_mailbox_bytes 0); the
+ * outboxes (coll_ringx_mailbox.c) serve the smaller calls.  The outboxes
+ * wait for every rank once or twice per piece; a call here waits two or
+ * three times in all, which matters when ranks are descheduled.
  *
  * With more ranks than cores, an exchange step needs both partners on a
  * core at once, and a rank that is not scheduled holds up its partners at
@@ -44,9 +47,11 @@ typedef struct exposure_record {
     uint64_t readable;              /* 0: this rank's buffer cannot be read */
     uint64_t single_copy;           /* the key is for single-copy reads */
     uint64_t rkey_len;              /* may be 0: cma needs no key */
-    char rkey[RKEY_MAX_BYTES];
-    char pad_to_line[64 - (5 * sizeof(uint64_t) + RKEY_MAX_BYTES) % 64];
+    uint64_t address2;              /* a second buffer (single copies), or 0 */
+    char rkey[RKEY_MAX_BYTES];      /* the key, then the second buffer's */
+    char pad_to_line[64 - (6 * sizeof(uint64_t) + RKEY_MAX_BYTES) % 64];
     uint64_t reads_done;            /* peers' finished reads, over all calls */
+    uint64_t signal;                /* call number + 1 (| status) once the owner says so */
 } exposure_record_t;
 
 _Static_assert(sizeof(exposure_record_t) <= RINGX_DIRECT_RECORD_BYTES,
@@ -58,17 +63,20 @@ static exposure_record_t *record_of(const mca_coll_ringx_module_t *m, int rank)
 }
 
 /* Writes this rank's record for call seq: readable or not. */
-static void publish(ringx_direct_t *d, const void *buf, int readable)
+static void publish(ringx_direct_t *d, const void *buf, const void *buf2, int readable)
 {
     exposure_record_t *own = record_of(d->m, d->m->rank);
+    size_t key = d->own.packed_rkey_len;
 
-    readable = readable && d->own.packed_rkey_len <= RKEY_MAX_BYTES;
+    readable = readable && key + d->own2.packed_rkey_len <= RKEY_MAX_BYTES;
     own->address = (uint64_t)(uintptr_t)buf;
+    own->address2 = (uint64_t)(uintptr_t)buf2;
     own->readable = (uint64_t)readable;
-    own->rkey_len = readable ? d->own.packed_rkey_len : 0;
+    own->rkey_len = readable ? key : 0;
     own->single_copy = (uint64_t)d->own.single_copy;
     if (readable) {
-        memcpy(own->rkey, d->own.packed_rkey, d->own.packed_rkey_len);
+        memcpy(own->rkey, d->own.packed_rkey, key);
+        memcpy(own->rkey + key, d->own2.packed_rkey, d->own2.packed_rkey_len);
     }
     __atomic_store_n(&own->flag, (uint64_t)d->seq + 1, __ATOMIC_RELEASE);
 }
@@ -93,19 +101,29 @@ static int every_rank_readable(ringx_direct_t *d)
         const exposure_record_t *r = wait_record(d, rank);
         if (d->remote != NULL) {
             d->remote[rank] = r->address;
+            d->remote2[rank] = r->address2;
         }
         all = all && r->readable && r->single_copy == kind;
     }
     return all && record_of(d->m, d->m->rank)->readable;
 }
 
+/* The key of rank's buffer, or with second of its second buffer (whose
+ * key follows the first: the same kind and length on every rank). */
+static void *unpack_key(ringx_direct_t *d, int rank, int second)
+{
+    const exposure_record_t *r = record_of(d->m, rank);
+    return ringx_ucx_rkey(d->m->peers[rank], r->rkey + (second ? r->rkey_len : 0),
+                          d->own.single_copy);
+}
+
 static int unpack_keys(ringx_direct_t *d)
 {
     for (int rank = 0; rank < d->m->size; rank++) {
         if (rank != d->m->rank) {
-            d->rkeys[rank] = ringx_ucx_rkey(d->m->peers[rank], record_of(d->m, rank)->rkey,
-                                            d->own.single_copy);
-            if (d->rkeys[rank] == NULL) {
+            d->rkeys[rank] = unpack_key(d, rank, 0);
+            d->rkeys2[rank] = d->two ? unpack_key(d, rank, 1) : NULL;
+            if (d->rkeys[rank] == NULL || (d->two && d->rkeys2[rank] == NULL)) {
                 return OMPI_ERROR;
             }
         }
@@ -117,8 +135,10 @@ static void release(ringx_direct_t *d)
 {
     for (int rank = 0; d->rkeys != NULL && rank < d->m->size; rank++) {
         ringx_ucx_rkey_release(d->rkeys[rank], d->own.single_copy);
+        ringx_ucx_rkey_release(d->rkeys2[rank], d->own.single_copy);
     }
     ringx_ucx_unexpose(&d->own);
+    ringx_ucx_unexpose(&d->own2);
     free(d->rkeys);
     d->rkeys = NULL;
 }
@@ -133,8 +153,22 @@ int ringx_direct_single_copy(const mca_coll_ringx_module_t *m)
     return 1;
 }
 
-void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
-                         const void *buf, size_t len)
+/* Whether this rank can expose buf (and buf2, if any) for the call. */
+static int expose_buffers(ringx_direct_t *d, const void *buf, size_t len, const void *buf2,
+                          size_t len2)
+{
+    int single_copy = ringx_direct_single_copy(d->m);
+
+    if (d->rkeys == NULL || len == 0 || ringx_memtype_on_device(d->mem->type) ||
+        d->mem->staged || (buf2 != NULL && !single_copy) ||
+        ringx_ucx_expose(buf, len, single_copy, &d->own) != OMPI_SUCCESS) {
+        return 0;
+    }
+    return buf2 == NULL || ringx_ucx_expose(buf2, len2, single_copy, &d->own2) == OMPI_SUCCESS;
+}
+
+void ringx_direct_expose_two(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                             const void *buf, size_t len, const void *buf2, size_t len2)
 {
     int p = m->size, readable;
 
@@ -142,16 +176,23 @@ void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_me
     d->m = m;
     d->mem = mem;
     d->seq = ringx_mailbox_next_call(m);
-    /* rkeys, remote and reqs in one allocation */
-    d->rkeys = calloc((size_t)p, sizeof(void *) + sizeof(uint64_t) + sizeof(ringx_req_t));
-    readable = d->rkeys != NULL && len > 0 && !ringx_memtype_on_device(mem->type) &&
-               !mem->staged &&
-               ringx_ucx_expose(buf, len, ringx_direct_single_copy(m), &d->own) == OMPI_SUCCESS;
+    d->two = buf2 != NULL;
+    /* rkeys, rkeys2, remote, remote2 and reqs in one allocation */
+    d->rkeys = calloc((size_t)p, 2 * sizeof(void *) + 2 * sizeof(uint64_t) + sizeof(ringx_req_t));
     if (d->rkeys != NULL) {
-        d->remote = (uint64_t *)(d->rkeys + p);
-        d->reqs = (ringx_req_t *)(d->remote + p);
+        d->rkeys2 = d->rkeys + p;
+        d->remote = (uint64_t *)(d->rkeys2 + p);
+        d->remote2 = d->remote + p;
+        d->reqs = (ringx_req_t *)(d->remote2 + p);
     }
-    publish(d, buf, readable);
+    readable = expose_buffers(d, buf, len, buf2, len2);
+    publish(d, buf, buf2, readable);
+}
+
+void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                         const void *buf, size_t len)
+{
+    ringx_direct_expose_two(d, m, mem, buf, len, NULL, 0);
 }
 
 int ringx_direct_agree(ringx_direct_t *d)
@@ -169,6 +210,58 @@ int ringx_direct_read(ringx_direct_t *d, int rank, void *dst, size_t offset, siz
     return len == 0 ? OMPI_SUCCESS
                     : ringx_ucx_iget(d->m->peers[rank], dst, len, d->remote[rank] + offset,
                                      d->rkeys[rank], d->own.single_copy, &d->reqs[rank]);
+}
+
+int ringx_direct_read_second(ringx_direct_t *d, int rank, void *dst, size_t offset, size_t len)
+{
+    return len == 0 ? OMPI_SUCCESS
+                    : ringx_ucx_iget(d->m->peers[rank], dst, len, d->remote2[rank] + offset,
+                                     d->rkeys2[rank], d->own.single_copy, &d->reqs[rank]);
+}
+
+#define SIGNAL_FAILED (UINT64_C(1) << 63)
+
+void ringx_direct_signal(ringx_direct_t *d, int rc)
+{
+    uint64_t value = ((uint64_t)d->seq + 1) | (rc == OMPI_SUCCESS ? 0 : SIGNAL_FAILED);
+    __atomic_store_n(&record_of(d->m, d->m->rank)->signal, value, __ATOMIC_RELEASE);
+}
+
+int ringx_direct_wait_signal(ringx_direct_t *d, int rank)
+{
+    const exposure_record_t *r = record_of(d->m, rank);
+    uint64_t value;
+    while (((value = __atomic_load_n(&r->signal, __ATOMIC_ACQUIRE)) & ~SIGNAL_FAILED) !=
+           (uint64_t)d->seq + 1) {
+        ringx_mem_progress(d->mem, &d->idle);
+    }
+    return value & SIGNAL_FAILED ? OMPI_ERROR : OMPI_SUCCESS;
+}
+
+/* Reads bytes at offset of every peer's (first) buffer, a segment of all
+ * the peers after the other, and reduces them with own into acc. */
+int ringx_direct_read_reduce(ringx_direct_t *d, size_t offset, const char *own, char *acc,
+                             char *segment, size_t seg, size_t bytes, ringx_reduction_t red)
+{
+    mca_coll_ringx_module_t *m = d->m;
+    size_t elem = ringx_type_size(red.type);
+    int rc = OMPI_SUCCESS;
+
+    for (size_t off = 0; off < bytes && rc == OMPI_SUCCESS; off += seg) {
+        size_t len = bytes - off < seg ? bytes - off : seg;
+        for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
+            int peer = (m->rank + k) % m->size;
+            rc = ringx_direct_read(d, peer, segment, offset + off, len);
+            if (rc == OMPI_SUCCESS) {
+                rc = ringx_direct_wait(d, peer);
+            }
+            if (rc == OMPI_SUCCESS) {
+                rc = ringx_mem_reduce(d->mem, acc + off, (k == 1 ? own : acc) + off, segment,
+                                      len / elem, red.type, red.op);
+            }
+        }
+    }
+    return rc;
 }
 
 int ringx_direct_wait(ringx_direct_t *d, int rank)

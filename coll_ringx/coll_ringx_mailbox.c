@@ -32,10 +32,13 @@
  * copies its data into its own region once and every peer copies it out
  * (direct reads, a piece at a time; see ringx_outbox_bytes).  Every rank
  * then copies each byte it gets once, where a mailbox message is copied
- * by its sender and its receiver.
+ * by its sender and its receiver.  Each piece waits for every rank, so
+ * calls of many pieces read the peers' buffers instead
+ * (ringx_direct_from_buffers, coll_ringx_direct.c).
  */
 #include "coll_ringx.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "ringx_host_reduce.h"
@@ -140,6 +143,11 @@ void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
     local[1] = (int)bytes;
     local[2] = -(int)bytes;
     local[3] = (int)whole_limit(m);
+    /* single copies to every peer, or no direct reads of buffers */
+    local[4] = ok && ringx_direct_single_copy(m);
+    local[5] = (int)(mca_coll_ringx_component.direct_buffer_bytes > INT_MAX
+                         ? INT_MAX
+                         : mca_coll_ringx_component.direct_buffer_bytes);
 }
 
 int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
@@ -165,10 +173,13 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     }
     mb->bytes = bytes;
     mb->whole_bytes = (size_t)global[3];
+    mb->buffers_from = global[4] ? (size_t)global[5] : 0;
     mb->stride = slot_stride(bytes);
     mb->local = region_of(window, m->comm_id, bytes);
-    RINGX_LOG(2, "%s: direct reads (%s); messages up to %zu bytes go through mailboxes",
-              comm->c_name, ringx_direct_single_copy(m) ? "single copies" : "UCP gets", bytes);
+    RINGX_LOG(2, "%s: direct reads (%s; out of the peers' buffers from %zu bytes, 0: never); "
+                 "messages up to %zu bytes go through mailboxes",
+              comm->c_name, ringx_direct_single_copy(m) ? "single copies" : "UCP gets",
+              mb->buffers_from, bytes);
     return OMPI_SUCCESS;
 }
 

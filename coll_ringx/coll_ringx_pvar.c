@@ -42,6 +42,8 @@ static const struct {
       "their algorithm", mca_coll_ringx_counters.nonblocking },
     { "persistent", "starts of persistent %s calls (..._init, MPI_Start) served by ringx; also "
       "counted under their algorithm", mca_coll_ringx_counters.persistent },
+    { "direct_buffers", "%s calls served by ringx's direct reads out of the peers' buffers "
+      "(no outboxes)", mca_coll_ringx_counters.buffer_reads },
     { "mailbox", "%s calls served by ringx that wrote or read at least one message through "
                  "the mailboxes (coll_ringx_mailbox_bytes)",
       mca_coll_ringx_counters.mailbox },

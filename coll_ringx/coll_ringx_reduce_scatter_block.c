@@ -16,10 +16,11 @@
  * Direct reads (ranks on one node): each rank copies a piece of every
  * block into its outbox (coll_ringx_mailbox.c), reduces its own block's
  * piece from every peer's outbox and copies the result out; one
- * synchronisation per piece.  Without outboxes (coll_ringx_mailbox_bytes
- * 0), each rank reads its block of every peer's input straight out of the
- * peer's buffer (coll_ringx_direct.c) and reduces it, a segment at a time
- * so that the partial result stays in cache.  On the development machine
+ * synchronisation per piece.  For large calls (ringx_direct_from_buffers)
+ * and without outboxes (coll_ringx_mailbox_bytes 0), each rank reads its
+ * block of every peer's input straight out of the peer's buffer
+ * (coll_ringx_direct.c) and reduces it, a segment at a time so that the
+ * partial result stays in cache.  On the development machine
  * the outboxes took 5-56% less time from 128 KiB at np 4 and 8, and 2-26%
  * less at np 2 up to 8 MiB (3-9% more above).
  */
@@ -145,32 +146,6 @@ static int build_halving(ringx_call_t *c, ringx_alg_t alg)
     return OMPI_SUCCESS;
 }
 
-/* Reads this rank's block of every peer's input, one segment of all the
- * peers after the other, and reduces it into acc. */
-static int read_and_reduce(ringx_direct_t *d, const char *own, char *acc, char *segment,
-                           size_t seg, size_t block_bytes, ringx_reduction_t red)
-{
-    mca_coll_ringx_module_t *m = d->m;
-    size_t elem = ringx_type_size(red.type);
-    int rc = OMPI_SUCCESS;
-
-    for (size_t off = 0; off < block_bytes && rc == OMPI_SUCCESS; off += seg) {
-        size_t len = block_bytes - off < seg ? block_bytes - off : seg;
-        for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
-            int peer = (m->rank + k) % m->size;
-            rc = ringx_direct_read(d, peer, segment, (size_t)m->rank * block_bytes + off, len);
-            if (rc == OMPI_SUCCESS) {
-                rc = ringx_direct_wait(d, peer);
-            }
-            if (rc == OMPI_SUCCESS) {
-                rc = ringx_mem_reduce(d->mem, acc + off, (k == 1 ? own : acc) + off, segment,
-                                      len / elem, red.type, red.op);
-            }
-        }
-    }
-    return rc;
-}
-
 static int rsb_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
                       void *rbuf, size_t rcount, ringx_reduction_t red)
 {
@@ -194,14 +169,17 @@ static int rsb_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *
         scratch = ringx_mem_scratch(mem, RINGX_SCRATCH_BLOCKS, acc_bytes + seg + 1);
         acc = in_place ? scratch : rbuf;
         rc = scratch == NULL ? OMPI_ERR_OUT_OF_RESOURCE
-                             : read_and_reduce(&d, input + (size_t)m->rank * block_bytes, acc,
-                                               scratch + acc_bytes, seg, block_bytes, red);
+                             : ringx_direct_read_reduce(&d, (size_t)m->rank * block_bytes,
+                                                        input + (size_t)m->rank * block_bytes,
+                                                        acc, scratch + acc_bytes, seg,
+                                                        block_bytes, red);
     }
     rc = ringx_direct_close(&d, rc);
     if (rc == OMPI_SUCCESS && in_place) {
         rc = ringx_mem_copy(mem, rbuf, acc, block_bytes);
     }
     if (rc == OMPI_SUCCESS) {
+        ringx_count(&mca_coll_ringx_counters.buffer_reads[RINGX_COLL_REDUCE_SCATTER_BLOCK], 1);
         ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
                     block_bytes * (size_t)(m->size - 1));
     }
@@ -257,11 +235,14 @@ static int rsb_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *
 }
 
 /* Direct reads through the outboxes if this rank's share of a piece holds
- * an element, else out of the peers' buffers. */
+ * an element and the call is not large enough to read the peers' buffers
+ * (ringx_direct_from_buffers), else out of the peers' buffers. */
 static int run_direct(ringx_call_t *c)
 {
     const void *sbuf = c->in_place ? MPI_IN_PLACE : c->input;
-    return ringx_outbox_bytes(c->m) / (size_t)c->m->size >= c->elem_size
+    size_t bytes = c->count * c->elem_size * (size_t)c->m->size;
+    return ringx_outbox_bytes(c->m) / (size_t)c->m->size >= c->elem_size &&
+                   !ringx_direct_from_buffers(c->m, bytes)
                ? rsb_outbox(c->m, &c->mem, sbuf, c->result, c->count, c->red)
                : rsb_direct(c->m, &c->mem, sbuf, c->result, c->count, c->red);
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench.sh - the benchmark's two modes on a short sweep: the side-by-side
 # comparison (every result validated, exit 0; also with nonblocking and
-# persistent calls), and --write-rules, whose file ringx must then read and
+# persistent calls, overlapped, beside a busy process), and --write-rules, whose file ringx must then read and
 # follow.
 #   bench.sh THREE_COLLECTIVES   (RINGX_BENCH: the ringx_bench program;
 #                                 RINGX_COMPONENT_DIR as for run_mpi_test.sh)
@@ -18,12 +18,17 @@ fail=0
 grep -q "^# all results validated" "$work/compare.out" || fail=1
 [ "$(grep -c '^allreduce,' "$work/b.csv")" -ge 10 ] || fail=1
 
-# the nonblocking and persistent forms: validated, and served by ringx (the pvars)
+# the nonblocking and persistent forms: validated, and served by ringx (the pvars); with
+# --overlap (the overlapped calls validated and counted too) and a busy process (--load 1)
 for form in nonblocking persistent; do
     "$here/run_mpi_test.sh" 3 "$bench" --max-bytes 16K --time 0.002 --rounds 1 --form "$form" \
-        >"$work/$form.out" 2>&1 || fail=1
+        --overlap --load 1 >"$work/$form.out" 2>&1 || fail=1
     grep -q "^# all results validated" "$work/$form.out" ||
         { echo "FAIL: --form $form"; cat "$work/$form.out"; fail=1; }
+    grep -q "overlap: ringx" "$work/$form.out" ||
+        { echo "FAIL: --form $form --overlap: no overlap reported"; fail=1; }
+    grep -q "^# with 1 busy process per node" "$work/$form.out" ||
+        { echo "FAIL: --load 1 not reported"; fail=1; }
 done
 
 "$here/run_mpi_test.sh" 3 "$bench" --max-bytes 4K --time 0.002 --rounds 1 \

@@ -19,7 +19,10 @@
  *   persistent    MPI_Allreduce_init and the like (MPIX_..._init on Open MPI
  *                 4.1): each request started 1000 times (large ones 20),
  *                 the input changed between starts, and three requests
- *                 started together with MPI_Startall.
+ *                 started together with MPI_Startall;
+ *   soak          a random mix of blocking, nonblocking and persistent calls
+ *                 of all three collectives and many sizes, several
+ *                 outstanding, completed in a different order on each rank.
  *
  * Every result is checked against a reference computed locally (integers:
  * exact), and the pvars must show that ringx served every call as a
@@ -398,6 +401,146 @@ static unsigned long long persistent(MPI_Comm comm)
 }
 #endif
 
+/* ------------------------------------------------------------- soak */
+
+enum { SOAK_STEPS = 1500, SOAK_OUTSTANDING = 6 };
+
+/* What the soak asked ringx to serve, to compare with the pvars. */
+typedef struct soak_tally {
+    unsigned long long blocking, nonblocking, starts;
+} soak_tally_t;
+
+static void blocking_call(int coll, size_t count, uint64_t key, MPI_Comm comm)
+{
+    nbcall_t c;
+    nb_prepare(&c, coll, count, key, comm);
+    nb_fill(&c, key);
+    if (coll == ALLREDUCE) {
+        MPI_Allreduce(c.in, c.out, (int)count, MPI_INT32_T, MPI_SUM, comm);
+    } else if (coll == ALLGATHER) {
+        MPI_Allgather(c.in, (int)count, MPI_INT32_T, c.out, (int)count, MPI_INT32_T, comm);
+    } else {
+        MPI_Reduce_scatter_block(c.in, c.out, (int)count, MPI_INT32_T, MPI_SUM, comm);
+    }
+    nb_check(&c, "soak, blocking");
+}
+
+/* Completes outstanding call i (a persistent one stays allocated). */
+static void soak_complete(nbcall_t *calls, int *persistent, int i)
+{
+    MPI_Wait(&calls[i].req, MPI_STATUS_IGNORE);
+    if (persistent[i]) {
+        nb_verify(&calls[i], "soak, persistent");
+    } else {
+        nb_check(&calls[i], "soak, nonblocking");
+        calls[i].in = NULL;
+    }
+}
+
+/* A random mix, the same sequence on every rank, of blocking, nonblocking
+ * and persistent calls on comm, up to SOAK_OUTSTANDING outstanding at
+ * once (slots 0..NCOLL-1 hold one persistent request per collective),
+ * completed in an order that differs from rank to rank. */
+static soak_tally_t soak(MPI_Comm comm, int with_persistent)
+{
+    static const size_t counts[] = { 1, 2, 3, 7, 13, 1000, 4099, 65537, 300007 };
+    nbcall_t calls[SOAK_OUTSTANDING];
+    int persistent[SOAK_OUTSTANDING] = { 0 }, busy[SOAK_OUTSTANDING] = { 0 }, rank;
+    soak_tally_t tally = { 0, 0, 0 };
+
+    MPI_Comm_rank(comm, &rank);
+#ifdef PERSISTENT
+    for (int k = 0; k < NCOLL && with_persistent; k++) {
+        nb_prepare(&calls[k], k, counts[5 + k], 0, comm);
+        persistent_init(&calls[k]);
+        persistent[k] = 1;
+    }
+#endif
+    for (int step = 0; step < SOAK_STEPS; step++) {
+        uint64_t r = rx_mix(21, (uint64_t)step), key = rx_mix(22, (uint64_t)step);
+        int coll = (int)(r % NCOLL), kind = (int)(r / 3 % 3), slot = -1;
+        size_t count = counts[r / 9 % (sizeof counts / sizeof counts[0] - (r % 7 ? 2 : 0))];
+        int first_free = with_persistent ? NCOLL : 0;
+
+        /* Which calls are still outstanding differs from rank to rank, so
+         * a rank completes what it must to start the same calls as every
+         * other (MPI's ordering rule), never skips one. */
+        if (kind == 2 && with_persistent) {
+            if (busy[coll]) {
+                soak_complete(calls, persistent, coll);
+            }
+            nb_fill(&calls[coll], key);
+            MPI_Start(&calls[coll].req);
+            busy[coll] = 1;
+            tally.starts++;
+        } else if (kind == 1) {
+            for (int i = first_free; i < SOAK_OUTSTANDING && slot < 0; i++) {
+                slot = busy[i] ? slot : i;
+            }
+            if (slot < 0) {
+                slot = first_free + (int)(r % (uint64_t)(SOAK_OUTSTANDING - first_free));
+                soak_complete(calls, persistent, slot);
+            }
+            nb_post(&calls[slot], coll, count, key, comm);
+            busy[slot] = 1;
+            tally.nonblocking++;
+        } else {
+            blocking_call(coll, count, key, comm);
+            tally.blocking++;
+        }
+        /* each rank completes a different call now and then */
+        int victim = (int)(rx_mix(23 + (uint64_t)rank, (uint64_t)step) % SOAK_OUTSTANDING);
+        if (busy[victim] && (r >> 20) % 3 == 0) {
+            soak_complete(calls, persistent, victim);
+            busy[victim] = 0;
+        }
+    }
+    for (int i = 0; i < SOAK_OUTSTANDING; i++) {
+        if (busy[i]) {
+            soak_complete(calls, persistent, i);
+        }
+        if (persistent[i]) {
+            MPI_Request_free(&calls[i].req);
+            free(calls[i].in);
+            free(calls[i].out);
+        }
+    }
+    return tally;
+}
+
+static unsigned long long served_all(void)
+{
+    unsigned long long n = 0;
+    for (int i = 0; i < NCOLL; i++) {
+        n += rx_served(colls[i]);
+    }
+    return n;
+}
+
+static void soak_checked(MPI_Comm comm)
+{
+    unsigned long long nb = served_as(0), starts = served_as(1), all = served_all();
+#ifdef PERSISTENT
+    soak_tally_t t = soak(comm, 1);
+#else
+    soak_tally_t t = soak(comm, 0);
+#endif
+    int size;
+    MPI_Comm_size(comm, &size);
+    if (size < 2) {
+        return;
+    }
+    rx_check(NULL, served_as(0) - nb == t.nonblocking,
+             "soak: ringx served %llu nonblocking calls; expected %llu", served_as(0) - nb,
+             t.nonblocking);
+    rx_check(NULL, served_as(1) - starts == t.starts,
+             "soak: ringx served %llu persistent starts; expected %llu", served_as(1) - starts,
+             t.starts);
+    rx_check(NULL, served_all() - all == t.blocking + t.nonblocking + t.starts,
+             "soak: ringx served %llu calls in all; expected %llu", served_all() - all,
+             t.blocking + t.nonblocking + t.starts);
+}
+
 static void threads(MPI_Comm a, MPI_Comm b)
 {
     pthread_t t;
@@ -445,6 +588,7 @@ int main(int argc, char **argv)
     got = served_as(1) - persistent_before;
     rx_check(NULL, size < 2 || got == persistent_starts,
              "ringx served %llu starts of persistent calls; expected %llu", got, persistent_starts);
+    soak_checked(b);    /* counts its own calls */
 
     MPI_Comm_free(&a);
     MPI_Comm_free(&b);

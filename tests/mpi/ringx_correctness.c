@@ -32,6 +32,13 @@
  *                                  node) must be counted by
  *                                  coll_ringx_COLL_mailbox; 0: no call may
  *                                  be (run with coll_ringx_mailbox_bytes 0)
+ *   --expect-buffers-from BYTES    every served call of at least BYTES in
+ *                                  all must be counted by
+ *                                  coll_ringx_COLL_direct_buffers and not
+ *                                  by the mailbox counter, every smaller one
+ *                                  not by direct_buffers (run with direct
+ *                                  reads and coll_ringx_direct_buffer_bytes
+ *                                  BYTES)
  *   --mem cuda                     the buffers of every call ringx must
  *                                  serve are in device memory (copies of
  *                                  the host buffers, fetched back for the
@@ -1114,13 +1121,15 @@ typedef struct options {
     const char *expect_alg[NUM_COLLS]; /* per collective: the algorithm that must serve */
     bool expect_staged;
     long expect_mailbox;        /* -1: not checked */
+    long expect_buffers_from;   /* -1: not checked */
     bool device;                /* --mem cuda */
     bool nonblocking;           /* MPI_I... and MPI_Wait */
     bool persistent;            /* ..._init, MPI_Start, MPI_Wait, MPI_Request_free */
     unsigned watchdog_seconds;  /* per case; 0: none */
 } options_t;
 
-static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1, .watchdog_seconds = 120 };
+static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1, .expect_buffers_from = -1,
+                          .watchdog_seconds = 120 };
 
 /* ------------------------------------------------------------------ */
 /* One call                                                            */
@@ -1139,15 +1148,36 @@ typedef struct case_ctx {
     rx_call_t call;
 } case_ctx_t;
 
+/* The whole buffer of a call: reduced, gathered, or reduce_scatter_block's
+ * input. */
+static size_t total_bytes(const case_ctx_t *c)
+{
+    return c->count * c->gen.type->extent *
+           (COLL_ALLREDUCE == c->coll ? 1 : (size_t)c->gen.nranks);
+}
+
+static bool from_buffers(const case_ctx_t *c)
+{
+    return opts.expect_buffers_from > 0 && total_bytes(c) >= (size_t)opts.expect_buffers_from;
+}
+
+static void check_buffers(const case_ctx_t *c, unsigned long long counted)
+{
+    bool want = from_buffers(c);
+    rx_check(&c->call, counted == (want ? 1u : 0u),
+             "coll_ringx_%s_direct_buffers grew by %llu for a %zu-byte call; expected %d",
+             coll_names[c->coll], counted, total_bytes(c), want);
+}
+
 /* Every message of a call is part of its whole buffer, so a buffer that
- * fits a mailbox slot travels through mailboxes only. */
+ * fits a mailbox slot travels through mailboxes only; one large enough
+ * to read the peers' buffers directly uses none. */
 static void check_mailbox(const case_ctx_t *c, unsigned long long counted)
 {
-    size_t total = c->count * c->gen.type->extent *
-                   (COLL_ALLREDUCE == c->coll ? 1 : (size_t)c->gen.nranks);
-    bool want = opts.expect_mailbox > 0;
+    size_t total = total_bytes(c);
+    bool want = opts.expect_mailbox > 0 && !from_buffers(c);
 
-    if (0 == opts.expect_mailbox || total <= (size_t)opts.expect_mailbox) {
+    if (0 == opts.expect_mailbox || total <= (size_t)opts.expect_mailbox || from_buffers(c)) {
         rx_check(&c->call, counted == (want ? 1u : 0u),
                  "coll_ringx_%s_mailbox grew by %llu for a %zu-byte call; expected %d",
                  coll_names[c->coll], counted, total, want);
@@ -1206,6 +1236,9 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
     }
     if (opts.expect_mailbox >= 0 && served == 1) {
         check_mailbox(c, after->mailbox - before->mailbox);
+    }
+    if (opts.expect_buffers_from >= 0 && served == 1) {
+        check_buffers(c, after->direct_buffers - before->direct_buffers);
     }
     if (served == 1) {
         rx_check(&c->call, after->persistent - before->persistent == (opts.persistent ? 1u : 0u),
@@ -1863,6 +1896,11 @@ static bool parse_options(int argc, char **argv)
             if (opts.expect_mailbox < 0) {
                 return false;
             }
+        } else if (0 == strcmp(argv[i], "--expect-buffers-from") && i + 1 < argc) {
+            opts.expect_buffers_from = strtol(argv[++i], NULL, 10);
+            if (opts.expect_buffers_from < 0) {
+                return false;
+            }
         } else if (0 == strcmp(argv[i], "--mem") && i + 1 < argc) {
             const char *mem = argv[++i];
             if (0 != strcmp(mem, "cuda") && 0 != strcmp(mem, "host")) {
@@ -1902,7 +1940,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: " PROGRAM_NAME " [--quick] [--results-only] "
             "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged] [--nonblocking] [--persistent]\n"
-            "       [--expect-mailbox BYTES] [--mem host|cuda] [--watchdog SECONDS]\n"
+            "       [--expect-mailbox BYTES] [--expect-buffers-from BYTES] [--mem host|cuda] [--watchdog SECONDS]\n"
             "  COLL: allreduce | allgather | reduce_scatter_block\n"
             "  REASON: disabled | datatype | op | memory | transport\n");
 }
