@@ -183,6 +183,8 @@ typedef struct mca_coll_ringx_module_t {
     ringx_peer_t **peers;                 /* by rank; NULL for self */
     ringx_mailbox_t mailbox;              /* small messages on this node */
     uint64_t direct_calls;                /* calls that read peers' buffers directly */
+    uint32_t direct_next;                 /* number of the next call with direct reads */
+    uint32_t direct_done;                 /* calls with direct reads over here */
     ringx_req_t parked[RINGX_MAX_PARKED]; /* handshake receives not yet matched */
     int nparked;
     pthread_mutex_t parked_lock;          /* blocking calls and request progress park */
@@ -345,10 +347,15 @@ size_t ringx_call_bytes(const ringx_call_t *c);
  */
 int ringx_call_serve(ringx_call_t *c);
 
-/* The choice of a nonblocking or persistent call (message-based
- * algorithms only) and its schedule built; ringx_call_count counts and
- * logs the choice (a persistent call: at every start). */
-int ringx_call_build_message_based(ringx_call_t *c);
+/* The choice of a nonblocking or persistent call and its schedule built:
+ * message-based algorithms, or on one node direct reads of the peers'
+ * buffers for large nonblocking calls; build_declined: again without
+ * direct reads, when they declined the call (RINGX_DECLINED from its
+ * schedule; the same on every rank).  ringx_call_count counts and logs
+ * the choice (a persistent call: at every start; direct reads: once they
+ * have served the call). */
+int ringx_call_build(ringx_call_t *c);
+int ringx_call_build_declined(ringx_call_t *c);
 void ringx_call_count(const ringx_call_t *c);
 
 /* ------------------------------------------------------------- requests */
@@ -545,40 +552,53 @@ static inline int ringx_direct_from_buffers(const mca_coll_ringx_module_t *m, si
     return m->mailbox.buffers_from > 0 && bytes >= m->mailbox.buffers_from;
 }
 
-/* One call's direct reads. */
-typedef struct ringx_direct {
-    mca_coll_ringx_module_t *m;
-    ringx_mem_t *mem;
-    uint32_t seq;
-    int open;                   /* reads allowed; ringx_direct_close pending */
-    int two;                    /* a second buffer exposed */
-    unsigned idle;
-    ringx_exposed_t own, own2;
-    void **rkeys, **rkeys2;     /* by rank: its keys, unpacked here */
-    uint64_t *remote, *remote2; /* by rank: its exposed buffers */
-    ringx_req_t *reqs;          /* by rank: the read from it */
-} ringx_direct_t;
-
-/* The two halves of a collective opening over m (possible only where
- * ringx_direct_possible), with room for local work between them.  Expose:
- * lets every peer read len bytes at buf, if this rank can.  Agree: learns
- * the peers' buffers; OMPI_SUCCESS, RINGX_DIRECT_DECLINED when some rank
- * could not expose (the same answer on every rank; nothing to close), or
- * an error (ringx_direct_close still due). */
-void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
-                         const void *buf, size_t len);
-int ringx_direct_agree(ringx_direct_t *d);
-/* Exposes a second buffer too (single copies only: a rank that reads
- * through UCP gets cannot expose, and the call declines). */
-void ringx_direct_expose_two(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
-                             const void *buf, size_t len, const void *buf2, size_t len2);
-
-/* Posts a read of len bytes at offset in rank's exposed buffer into dst
- * (one outstanding read per peer). */
+/* A call's direct reads (ringx_direct_t, coll_ringx_sched.h), one at a
+ * time per communicator, in call order: each takes a number when it
+ * begins and publishes its record only when every earlier one is over
+ * here (its turn), since the record of a call is rewritten by the next.
+ * Nothing here waits: a call polls until the step is possible.
+ *
+ *   prepare      what the calls need allocated; keep: a persistent
+ *                call's, whose exposure and keys serve every start
+ *   begin        takes the call's number
+ *   my_turn      1 once every earlier direct call of m is over here
+ *   publish      lets the peers read len bytes at buf (and len2 at buf2,
+ *                single copies only), if this rank can; writes the record
+ *   records_in   1 once every peer's record of the call is there
+ *   open         learns the peers' buffers: OMPI_SUCCESS, or
+ *                RINGX_DIRECT_DECLINED when some rank could not expose
+ *                (the same answer on every rank; the call is then over),
+ *                or an error (finish_reads and end still due)
+ *   read         a read of len bytes at offset in rank's (first or
+ *                second) buffer into dst; wait for it (single copies are
+ *                done at once)
+ *   signal       tells every peer something within the call (allreduce:
+ *                "my share is ready"), with a status; signal_in: 1 once
+ *                rank's is there, 0 before, OMPI_ERROR for a failed one
+ *   finish_reads waits for this rank's reads and tells every peer
+ *   drained      1 once every peer has finished reading this rank's
+ *                buffers, which must stay untouched until then
+ *   end          releases the call's registrations and keys (unless
+ *                kept); the next call's turn
+ *   release      releases what prepare and kept calls hold
+ */
+void ringx_direct_prepare(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                          int keep);
+void ringx_direct_begin(ringx_direct_t *d);
+void ringx_direct_release(ringx_direct_t *d);
+int ringx_direct_my_turn(const ringx_direct_t *d);
+void ringx_direct_publish(ringx_direct_t *d, const void *buf, size_t len, const void *buf2,
+                          size_t len2);
+int ringx_direct_records_in(const ringx_direct_t *d);
+int ringx_direct_open(ringx_direct_t *d);
 int ringx_direct_read(ringx_direct_t *d, int rank, void *dst, size_t offset, size_t len);
-
-/* The same from rank's second buffer (ringx_direct_expose_two). */
 int ringx_direct_read_second(ringx_direct_t *d, int rank, void *dst, size_t offset, size_t len);
+int ringx_direct_wait(ringx_direct_t *d, int rank);
+void ringx_direct_signal(ringx_direct_t *d, int rc);
+int ringx_direct_signal_in(const ringx_direct_t *d, int rank);
+int ringx_direct_finish_reads(ringx_direct_t *d, int rc);
+int ringx_direct_drained(const ringx_direct_t *d);
+void ringx_direct_end(ringx_direct_t *d);
 
 /* Reads bytes at offset of every peer's buffer and reduces them with own
  * into acc (may be own), a segment (seg bytes, in scratch at segment) at
@@ -586,18 +606,14 @@ int ringx_direct_read_second(ringx_direct_t *d, int rank, void *dst, size_t offs
 int ringx_direct_read_reduce(ringx_direct_t *d, size_t offset, const char *own, char *acc,
                              char *segment, size_t seg, size_t bytes, ringx_reduction_t red);
 
-/* A signal from this rank to every peer within the call (e.g. "my share
- * of the result is ready"), with its status; a peer waits for it and gets
- * OMPI_SUCCESS or OMPI_ERROR. */
-void ringx_direct_signal(ringx_direct_t *d, int rc);
-int ringx_direct_wait_signal(ringx_direct_t *d, int rank);
+/* Direct reads out of the peers' buffers as a schedule (engine
+ * RINGX_ENGINE_DIRECT, coll_ringx_dsched.c) for c: its buffers and
+ * collective (the builder of algorithm direct_read). */
+int ringx_dsched_build(ringx_call_t *c, ringx_alg_t alg);
 
-/* Waits for the read from rank; 0 or an OMPI error code. */
-int ringx_direct_wait(ringx_direct_t *d, int rank);
-
-/* Finishes this rank's reads and waits until every peer has finished
- * reading this rank's buffer; returns rc or the first error. */
-int ringx_direct_close(ringx_direct_t *d, int rc);
+/* A blocking call's direct reads out of the peers' buffers, run to the
+ * end: OMPI_SUCCESS, RINGX_DIRECT_DECLINED or an error. */
+int ringx_dsched_run(ringx_call_t *c);
 
 /* ------------------------------------------------------- collectives */
 

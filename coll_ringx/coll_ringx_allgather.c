@@ -204,45 +204,13 @@ static int allgather_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const 
     return rc;
 }
 
-static int allgather_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *own,
-                            char *result, size_t block_bytes)
-{
-    ringx_direct_t d;
-    char *own_block = result + (size_t)m->rank * block_bytes;
-    int rc = OMPI_SUCCESS;
-
-    ringx_direct_expose(&d, m, mem, own, block_bytes);
-    /* While the peers expose theirs; harmless if the call is declined. */
-    if (own != own_block) {
-        rc = ringx_mem_copy(mem, own_block, own, block_bytes);
-    }
-    int agreed = ringx_direct_agree(&d);
-    if (agreed == RINGX_DIRECT_DECLINED) {
-        return agreed;
-    }
-    rc = rc == OMPI_SUCCESS ? agreed : rc;
-    /* Starting at the next rank spreads the readers over the buffers. */
-    for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
-        int rank = (m->rank + k) % m->size;
-        rc = ringx_direct_read(&d, rank, result + (size_t)rank * block_bytes, 0, block_bytes);
-    }
-    rc = ringx_direct_close(&d, rc);
-    if (rc == OMPI_SUCCESS) {
-        ringx_count(&mca_coll_ringx_counters.buffer_reads[RINGX_COLL_ALLGATHER], 1);
-        /* what the peers took from this rank */
-        ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER],
-                    block_bytes * (size_t)(m->size - 1));
-    }
-    return rc;
-}
-
 static int run_direct(ringx_call_t *c)
 {
     size_t block_bytes = c->count * c->elem_size;
     return ringx_outbox_bytes(c->m) > 0 &&
                    !ringx_direct_from_buffers(c->m, block_bytes * (size_t)c->m->size)
                ? allgather_outbox(c->m, &c->mem, c->input, c->result, block_bytes)
-               : allgather_direct(c->m, &c->mem, c->input, c->result, block_bytes);
+               : ringx_dsched_run(c);
 }
 
 const ringx_alg_impl_t ringx_allgather_algs[] = {
@@ -250,7 +218,7 @@ const ringx_alg_impl_t ringx_allgather_algs[] = {
     { RINGX_ALG_RECURSIVE_DOUBLING, build_log, NULL },
     { RINGX_ALG_BRUCK, build_log, NULL },
     { RINGX_ALG_NEIGHBOR_EXCHANGE, build_log, NULL },
-    { RINGX_ALG_DIRECT_READ, NULL, run_direct },
+    { RINGX_ALG_DIRECT_READ, ringx_dsched_build, run_direct },
     { RINGX_ALG_COUNT, NULL, NULL },
 };
 

@@ -271,64 +271,6 @@ static int outbox_whole(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char
     return rc;
 }
 
-/* Phase 2 of allreduce_direct: every peer's share of the result, out of
- * its result buffer once it says the share is ready. */
-static int gather_shares(ringx_direct_t *d, char *result, size_t count, size_t elem)
-{
-    mca_coll_ringx_module_t *m = d->m;
-    int rc = OMPI_SUCCESS;
-
-    for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
-        int owner = (m->rank + k) % m->size;
-        size_t off = ringx_block_offset(count, m->size, owner) * elem;
-        rc = ringx_direct_wait_signal(d, owner);
-        if (rc == OMPI_SUCCESS) {
-            rc = ringx_direct_read_second(d, owner, result + off, off,
-                                          ringx_block_count(count, m->size, owner) * elem);
-        }
-        if (rc == OMPI_SUCCESS) {
-            rc = ringx_direct_wait(d, owner);
-        }
-    }
-    return rc;
-}
-
-/* Direct reads out of the peers' buffers, for buffers too large to pass
- * through the outboxes without waiting for every rank once per piece:
- * each rank reduces its 1/p share from every peer's input into its own
- * result buffer, says so, and reads every other share out of its owner's
- * result buffer.  Three synchronisations per call, whatever its size.
- * In place, a rank writes only its own share of its buffer until that
- * share's readers (every peer) have signalled theirs. */
-static int allreduce_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *input,
-                            char *result, size_t count, ringx_reduction_t red)
-{
-    size_t elem = ringx_type_size(red.type), bytes = count * elem;
-    size_t seg = ringx_segment_elems(mca_coll_ringx_component.segment_size, elem) * elem;
-    size_t mine = ringx_block_offset(count, m->size, m->rank) * elem;
-    ringx_direct_t d;
-    char *segment;
-    int rc;
-
-    ringx_direct_expose_two(&d, m, mem, input, bytes, result, bytes);
-    rc = ringx_direct_agree(&d);
-    if (rc == RINGX_DIRECT_DECLINED) {
-        return rc;
-    }
-    if (rc == OMPI_SUCCESS) {
-        segment = ringx_mem_scratch(mem, RINGX_SCRATCH_BLOCKS, seg + 1);
-        rc = segment == NULL ? OMPI_ERR_OUT_OF_RESOURCE
-                             : ringx_direct_read_reduce(
-                                   &d, mine, input + mine, result + mine, segment, seg,
-                                   ringx_block_count(count, m->size, m->rank) * elem, red);
-    }
-    ringx_direct_signal(&d, rc);    /* in any case: the peers wait for it */
-    if (rc == OMPI_SUCCESS) {
-        rc = gather_shares(&d, result, count, elem);
-    }
-    return ringx_direct_close(&d, rc);
-}
-
 /* Direct reads: the buffer goes through the outboxes a piece at a time,
  * each piece a call of its own (the outboxes alternate between pieces as
  * between calls). */
@@ -338,12 +280,9 @@ static int allreduce_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const 
     size_t elem = ringx_type_size(red.type), piece = ringx_outbox_bytes(m) / elem;
     const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     int whole = count * elem <= m->mailbox.whole_bytes && count <= piece;
-    int buffers = piece == 0 || ringx_direct_from_buffers(m, count * elem);
     int rc = OMPI_SUCCESS;
 
-    if (buffers) {
-        rc = allreduce_direct(m, mem, input, rbuf, count, red);
-    } else if (whole) {
+    if (whole) {
         rc = outbox_whole(m, mem, input, rbuf, count, red);
     } else {
         for (size_t done = 0; rc == OMPI_SUCCESS && done < count; done += piece) {
@@ -352,30 +291,32 @@ static int allreduce_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const 
         }
     }
     if (rc == OMPI_SUCCESS) {
-        ringx_count(buffers ? &mca_coll_ringx_counters.buffer_reads[RINGX_COLL_ALLREDUCE]
-                            : &mca_coll_ringx_counters.mailbox[RINGX_COLL_ALLREDUCE],
-                    1);
+        ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_ALLREDUCE], 1);
         /* what the peers took from this rank: all its input, or a share
          * of it and of the result */
         ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLREDUCE],
-                    whole && !buffers
-                        ? count * elem * (size_t)(m->size - 1)
+                    whole ? count * elem * (size_t)(m->size - 1)
                         : count * elem / (size_t)m->size * (size_t)(m->size - 1) * 2);
     }
     return rc;
 }
 
-static int run_outbox(ringx_call_t *c)
+/* Through the outboxes, or for large calls (and without outboxes) out of
+ * the peers' buffers. */
+static int run_direct(ringx_call_t *c)
 {
-    return allreduce_outbox(c->m, &c->mem, c->in_place ? MPI_IN_PLACE : c->input, c->result,
-                            c->count, c->red);
+    return ringx_outbox_bytes(c->m) / c->elem_size == 0 ||
+                   ringx_direct_from_buffers(c->m, c->count * c->elem_size)
+               ? ringx_dsched_run(c)
+               : allreduce_outbox(c->m, &c->mem, c->in_place ? MPI_IN_PLACE : c->input,
+                                  c->result, c->count, c->red);
 }
 
 const ringx_alg_impl_t ringx_allreduce_algs[] = {
     { RINGX_ALG_RING, build_ring, NULL },
     { RINGX_ALG_RECURSIVE_DOUBLING, build_log, NULL },
     { RINGX_ALG_RABENSEIFNER, build_log, NULL },
-    { RINGX_ALG_DIRECT_READ, NULL, run_outbox },
+    { RINGX_ALG_DIRECT_READ, ringx_dsched_build, run_direct },
     { RINGX_ALG_COUNT, NULL, NULL },
 };
 

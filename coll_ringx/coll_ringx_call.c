@@ -128,7 +128,7 @@ static int choose_and_run(ringx_call_t *c)
     if (d.alg == RINGX_ALG_DIRECT_READ && (rc = run_alg(c, d.alg)) == RINGX_DIRECT_DECLINED) {
         d = decision(c, 0);
         d.why = "direct reads declined (some rank's buffers are on a device, staged or "
-                "unreadable, or no outboxes)";
+                "unreadable)";
     }
     record_choice(c, d);
     return rc == RINGX_DIRECT_DECLINED ? run_alg(c, d.alg) : rc;
@@ -145,19 +145,35 @@ int ringx_call_serve(ringx_call_t *c)
 }
 
 /* Nonblocking and persistent calls may still be under way when later
- * calls start, so they choose as across nodes: no direct reads, and no
- * mailboxes in the exchange steps (ringx_call_t.blocking). */
-int ringx_call_build_message_based(ringx_call_t *c)
+ * calls start, so they use no mailboxes or outboxes (ringx_call_t.blocking).
+ * On one node, those large enough to read the peers' buffers
+ * (ringx_direct_from_buffers) may choose direct reads, a schedule of its
+ * own; the others choose as across nodes. */
+static int build(ringx_call_t *c, int direct)
 {
     const ringx_alg_impl_t *impl;
 
-    c->choice = decision(c, 0);
+    c->choice = decision(c, direct);
     impl = impl_of(c->coll, c->choice.alg);
     if (ringx_call_bytes(c) == 0) {
         return OMPI_SUCCESS;        /* nothing to do: an empty schedule */
     }
     return impl != NULL && impl->build != NULL ? impl->build(c, c->choice.alg)
                                                : OMPI_ERR_NOT_SUPPORTED;
+}
+
+int ringx_call_build(ringx_call_t *c)
+{
+    return build(c, ringx_direct_possible(c->m) &&
+                        ringx_direct_from_buffers(c->m, ringx_call_bytes(c)));
+}
+
+int ringx_call_build_declined(ringx_call_t *c)
+{
+    int rc = build(c, 0);
+    c->choice.why = "direct reads declined (some rank's buffers are on a device, staged or "
+                    "unreadable)";
+    return rc;
 }
 
 void ringx_call_count(const ringx_call_t *c)

@@ -81,28 +81,21 @@ static void publish(ringx_direct_t *d, const void *buf, const void *buf2, int re
     __atomic_store_n(&own->flag, (uint64_t)d->seq + 1, __ATOMIC_RELEASE);
 }
 
-static const exposure_record_t *wait_record(ringx_direct_t *d, int rank)
+static int record_in(const ringx_direct_t *d, int rank)
 {
-    const exposure_record_t *r = record_of(d->m, rank);
-    while (__atomic_load_n(&r->flag, __ATOMIC_ACQUIRE) != (uint64_t)d->seq + 1) {
-        ringx_mem_progress(d->mem, &d->idle);
-    }
-    return r;
+    return __atomic_load_n(&record_of(d->m, rank)->flag, __ATOMIC_ACQUIRE) ==
+           (uint64_t)d->seq + 1;
 }
 
-/* Reads every peer's record; 1 if every rank exposed its buffer, all of
- * them for the same kind of reads. */
+/* Reads every peer's record (all there); 1 if every rank exposed its
+ * buffer, all of them for the same kind of reads. */
 static int every_rank_readable(ringx_direct_t *d)
 {
     int all = 1;
     uint64_t kind = (uint64_t)d->own.single_copy;
     for (int k = 1; k < d->m->size; k++) {
         int rank = (d->m->rank + k) % d->m->size;
-        const exposure_record_t *r = wait_record(d, rank);
-        if (d->remote != NULL) {
-            d->remote[rank] = r->address;
-            d->remote2[rank] = r->address2;
-        }
+        const exposure_record_t *r = record_of(d->m, rank);
         all = all && r->readable && r->single_copy == kind;
     }
     return all && record_of(d->m, d->m->rank)->readable;
@@ -117,15 +110,35 @@ static void *unpack_key(ringx_direct_t *d, int rank, int second)
                           d->own.single_copy);
 }
 
+static void release_keys(ringx_direct_t *d, int rank)
+{
+    ringx_ucx_rkey_release(d->rkeys[rank], d->own.single_copy);
+    ringx_ucx_rkey_release(d->rkeys2[rank], d->own.single_copy);
+    d->rkeys[rank] = d->rkeys2[rank] = NULL;
+}
+
+/* Learns every peer's buffers and unpacks their keys; a kept call keeps
+ * the keys of a peer whose buffers have not changed since its last start
+ * (a persistent call's peers expose the same buffers every time). */
 static int unpack_keys(ringx_direct_t *d)
 {
     for (int rank = 0; rank < d->m->size; rank++) {
-        if (rank != d->m->rank) {
-            d->rkeys[rank] = unpack_key(d, rank, 0);
-            d->rkeys2[rank] = d->two ? unpack_key(d, rank, 1) : NULL;
-            if (d->rkeys[rank] == NULL || (d->two && d->rkeys2[rank] == NULL)) {
-                return OMPI_ERROR;
-            }
+        const exposure_record_t *r = record_of(d->m, rank);
+        if (rank == d->m->rank) {
+            continue;
+        }
+        if (d->keep && d->rkeys[rank] != NULL && d->remote[rank] == r->address &&
+            d->remote2[rank] == r->address2) {
+            continue;
+        }
+        release_keys(d, rank);
+        d->remote[rank] = r->address;
+        d->remote2[rank] = r->address2;
+        d->rkeys[rank] = unpack_key(d, rank, 0);
+        d->rkeys2[rank] = d->two ? unpack_key(d, rank, 1) : NULL;
+        if (d->rkeys[rank] == NULL || (d->two && d->rkeys2[rank] == NULL)) {
+            release_keys(d, rank);
+            return OMPI_ERROR;
         }
     }
     return OMPI_SUCCESS;
@@ -134,8 +147,7 @@ static int unpack_keys(ringx_direct_t *d)
 static void release(ringx_direct_t *d)
 {
     for (int rank = 0; d->rkeys != NULL && rank < d->m->size; rank++) {
-        ringx_ucx_rkey_release(d->rkeys[rank], d->own.single_copy);
-        ringx_ucx_rkey_release(d->rkeys2[rank], d->own.single_copy);
+        release_keys(d, rank);
     }
     ringx_ucx_unexpose(&d->own);
     ringx_ucx_unexpose(&d->own2);
@@ -167,16 +179,15 @@ static int expose_buffers(ringx_direct_t *d, const void *buf, size_t len, const 
     return buf2 == NULL || ringx_ucx_expose(buf2, len2, single_copy, &d->own2) == OMPI_SUCCESS;
 }
 
-void ringx_direct_expose_two(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
-                             const void *buf, size_t len, const void *buf2, size_t len2)
+void ringx_direct_prepare(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                          int keep)
 {
-    int p = m->size, readable;
+    int p = m->size;
 
     memset(d, 0, sizeof(*d));
     d->m = m;
     d->mem = mem;
-    d->seq = ringx_mailbox_next_call(m);
-    d->two = buf2 != NULL;
+    d->keep = keep;
     /* rkeys, rkeys2, remote, remote2 and reqs in one allocation */
     d->rkeys = calloc((size_t)p, 2 * sizeof(void *) + 2 * sizeof(uint64_t) + sizeof(ringx_req_t));
     if (d->rkeys != NULL) {
@@ -185,24 +196,56 @@ void ringx_direct_expose_two(ringx_direct_t *d, mca_coll_ringx_module_t *m, ring
         d->remote2 = d->remote + p;
         d->reqs = (ringx_req_t *)(d->remote2 + p);
     }
-    readable = expose_buffers(d, buf, len, buf2, len2);
-    publish(d, buf, buf2, readable);
 }
 
-void ringx_direct_expose(ringx_direct_t *d, mca_coll_ringx_module_t *m, ringx_mem_t *mem,
-                         const void *buf, size_t len)
+void ringx_direct_begin(ringx_direct_t *d)
 {
-    ringx_direct_expose_two(d, m, mem, buf, len, NULL, 0);
+    d->seq = d->m->direct_next++;
 }
 
-int ringx_direct_agree(ringx_direct_t *d)
+int ringx_direct_my_turn(const ringx_direct_t *d)
+{
+    return __atomic_load_n(&d->m->direct_done, __ATOMIC_ACQUIRE) == d->seq;
+}
+
+void ringx_direct_publish(ringx_direct_t *d, const void *buf, size_t len, const void *buf2,
+                          size_t len2)
+{
+    if (!d->exposed) {
+        d->two = buf2 != NULL;
+        d->readable = expose_buffers(d, buf, len, buf2, len2);
+        d->exposed = d->keep;       /* kept for the next start */
+    }
+    publish(d, buf, buf2, d->readable);
+}
+
+int ringx_direct_records_in(const ringx_direct_t *d)
+{
+    for (int rank = 0; rank < d->m->size; rank++) {
+        if (rank != d->m->rank && !record_in(d, rank)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int ringx_direct_open(ringx_direct_t *d)
 {
     if (!every_rank_readable(d)) {
-        release(d);
+        ringx_direct_end(d);
         return RINGX_DIRECT_DECLINED;
     }
     d->open = 1;
     return unpack_keys(d);
+}
+
+void ringx_direct_end(ringx_direct_t *d)
+{
+    if (!d->keep) {
+        release(d);
+    }
+    d->open = 0;
+    __atomic_store_n(&d->m->direct_done, d->seq + 1, __ATOMIC_RELEASE);
 }
 
 int ringx_direct_read(ringx_direct_t *d, int rank, void *dst, size_t offset, size_t len)
@@ -227,15 +270,12 @@ void ringx_direct_signal(ringx_direct_t *d, int rc)
     __atomic_store_n(&record_of(d->m, d->m->rank)->signal, value, __ATOMIC_RELEASE);
 }
 
-int ringx_direct_wait_signal(ringx_direct_t *d, int rank)
+int ringx_direct_signal_in(const ringx_direct_t *d, int rank)
 {
-    const exposure_record_t *r = record_of(d->m, rank);
-    uint64_t value;
-    while (((value = __atomic_load_n(&r->signal, __ATOMIC_ACQUIRE)) & ~SIGNAL_FAILED) !=
-           (uint64_t)d->seq + 1) {
-        ringx_mem_progress(d->mem, &d->idle);
-    }
-    return value & SIGNAL_FAILED ? OMPI_ERROR : OMPI_SUCCESS;
+    uint64_t value = __atomic_load_n(&record_of(d->m, rank)->signal, __ATOMIC_ACQUIRE);
+    return (value & ~SIGNAL_FAILED) != (uint64_t)d->seq + 1 ? 0
+           : value & SIGNAL_FAILED                          ? OMPI_ERROR
+                                                            : 1;
 }
 
 /* Reads bytes at offset of every peer's (first) buffer, a segment of all
@@ -273,17 +313,18 @@ int ringx_direct_wait(ringx_direct_t *d, int rank)
     return done < 0 ? done : OMPI_SUCCESS;
 }
 
-/* Waits for this rank's reads, tells every peer, then waits until every
- * peer has read this rank's buffer.  Runs even after an error: the peers
- * wait for this rank's count. */
-int ringx_direct_close(ringx_direct_t *d, int rc)
+void ringx_direct_release(ringx_direct_t *d)
+{
+    if (d->m != NULL) {
+        release(d);
+    }
+    d->exposed = 0;
+}
+
+int ringx_direct_finish_reads(ringx_direct_t *d, int rc)
 {
     mca_coll_ringx_module_t *m = d->m;
-    exposure_record_t *own = record_of(m, m->rank);
 
-    if (!d->open) {
-        return rc;
-    }
     for (int rank = 0; rank < m->size; rank++) {
         int waited = ringx_direct_wait(d, rank);
         rc = rc == OMPI_SUCCESS ? waited : rc;
@@ -294,11 +335,12 @@ int ringx_direct_close(ringx_direct_t *d, int rc)
         }
     }
     m->direct_calls++;
-    while (__atomic_load_n(&own->reads_done, __ATOMIC_ACQUIRE) <
-           m->direct_calls * (uint64_t)(m->size - 1)) {
-        ringx_mem_progress(d->mem, &d->idle);
-    }
-    release(d);
-    d->open = 0;
     return rc;
+}
+
+int ringx_direct_drained(const ringx_direct_t *d)
+{
+    const mca_coll_ringx_module_t *m = d->m;
+    return __atomic_load_n(&record_of(m, m->rank)->reads_done, __ATOMIC_ACQUIRE) >=
+           m->direct_calls * (uint64_t)(m->size - 1);
 }

@@ -47,6 +47,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->peers = NULL;
     memset(&m->mailbox, 0, sizeof(m->mailbox));
     m->direct_calls = 0;
+    m->direct_next = m->direct_done = 0;
     m->nparked = 0;
     pthread_mutex_init(&m->parked_lock, NULL);
     pthread_mutex_init(&m->connect_lock, NULL);

@@ -146,46 +146,6 @@ static int build_halving(ringx_call_t *c, ringx_alg_t alg)
     return OMPI_SUCCESS;
 }
 
-static int rsb_direct(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
-                      void *rbuf, size_t rcount, ringx_reduction_t red)
-{
-    size_t elem = ringx_type_size(red.type), block_bytes = rcount * elem;
-    size_t seg = ringx_segment_elems(mca_coll_ringx_component.segment_size, elem) * elem;
-    int in_place = sbuf == MPI_IN_PLACE;
-    const char *input = in_place ? rbuf : sbuf;
-    /* In place, rbuf's first block is input that rank 0 reads: the result
-     * is made in scratch and copied in once every peer has finished. */
-    size_t acc_bytes = in_place ? block_bytes : 0;
-    char *scratch = NULL, *acc = rbuf;
-    ringx_direct_t d;
-    int rc;
-
-    ringx_direct_expose(&d, m, mem, input, block_bytes * (size_t)m->size);
-    rc = ringx_direct_agree(&d);
-    if (rc == RINGX_DIRECT_DECLINED) {
-        return rc;
-    }
-    if (rc == OMPI_SUCCESS) {
-        scratch = ringx_mem_scratch(mem, RINGX_SCRATCH_BLOCKS, acc_bytes + seg + 1);
-        acc = in_place ? scratch : rbuf;
-        rc = scratch == NULL ? OMPI_ERR_OUT_OF_RESOURCE
-                             : ringx_direct_read_reduce(&d, (size_t)m->rank * block_bytes,
-                                                        input + (size_t)m->rank * block_bytes,
-                                                        acc, scratch + acc_bytes, seg,
-                                                        block_bytes, red);
-    }
-    rc = ringx_direct_close(&d, rc);
-    if (rc == OMPI_SUCCESS && in_place) {
-        rc = ringx_mem_copy(mem, rbuf, acc, block_bytes);
-    }
-    if (rc == OMPI_SUCCESS) {
-        ringx_count(&mca_coll_ringx_counters.buffer_reads[RINGX_COLL_REDUCE_SCATTER_BLOCK], 1);
-        ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
-                    block_bytes * (size_t)(m->size - 1));
-    }
-    return rc;
-}
-
 /* One piece of every block through the outboxes (call seq): elements
  * [first, + n) of each, side by side in the outbox.  This rank reduces its
  * block's piece in its own outbox, where no peer reads it. */
@@ -244,13 +204,13 @@ static int run_direct(ringx_call_t *c)
     return ringx_outbox_bytes(c->m) / (size_t)c->m->size >= c->elem_size &&
                    !ringx_direct_from_buffers(c->m, bytes)
                ? rsb_outbox(c->m, &c->mem, sbuf, c->result, c->count, c->red)
-               : rsb_direct(c->m, &c->mem, sbuf, c->result, c->count, c->red);
+               : ringx_dsched_run(c);
 }
 
 const ringx_alg_impl_t ringx_reduce_scatter_block_algs[] = {
     { RINGX_ALG_RING, build_ring, NULL },
     { RINGX_ALG_RECURSIVE_HALVING, build_halving, NULL },
-    { RINGX_ALG_DIRECT_READ, NULL, run_direct },
+    { RINGX_ALG_DIRECT_READ, ringx_dsched_build, run_direct },
     { RINGX_ALG_COUNT, NULL, NULL },
 };
 

@@ -195,6 +195,27 @@ static int advance_handed_on(ringx_request_t *req)
     return 1;
 }
 
+/* Direct reads declined the call: the choice without them, started
+ * (every rank does the same, in the order its calls decline, which is
+ * their call order: direct calls end one after the other). */
+static int declined(ringx_call_t *c)
+{
+    int rc;
+
+    ringx_sched_cleanup(&c->sched);
+    /* a persistent call's too: it has chosen again for good */
+    ringx_sched_release(&c->sched);
+    rc = ringx_call_build_declined(c);
+    if (rc == OMPI_SUCCESS && c->sched.persistent) {
+        rc = ringx_sched_prepare(&c->sched);
+    }
+    if (rc == OMPI_SUCCESS) {
+        ringx_call_count(c);
+        rc = ringx_sched_start(&c->sched);
+    }
+    return rc == OMPI_SUCCESS ? ringx_sched_progress(&c->sched) : rc;
+}
+
 /* One step of req; 1 when its call is over (finished or failed). */
 static int advance(ringx_request_t *req)
 {
@@ -207,8 +228,14 @@ static int advance(ringx_request_t *req)
         ringx_stage_progress(&req->call.mem);
     }
     rc = ringx_sched_progress(&req->call.sched);
+    if (rc == RINGX_DECLINED) {
+        rc = declined(&req->call);
+    }
     if (rc == RINGX_PENDING) {
         return 0;
+    }
+    if (rc == RINGX_DONE && req->call.choice.alg == RINGX_ALG_DIRECT_READ) {
+        ringx_call_count(&req->call);
     }
     finish_call(req, rc);
     return 1;
@@ -236,9 +263,11 @@ static void begin(ringx_request_t *req)
     } else {
         c->mem.scratch = &req->scratch;
         rc = ringx_mem_start(&c->mem, m, c->coll);
-        rc = rc == OMPI_SUCCESS ? ringx_call_build_message_based(c) : rc;
+        rc = rc == OMPI_SUCCESS ? ringx_call_build(c) : rc;
         if (rc == OMPI_SUCCESS) {
-            ringx_call_count(c);
+            if (c->choice.alg != RINGX_ALG_DIRECT_READ) {
+                ringx_call_count(c);    /* direct reads: once they have served it */
+            }
             rc = ringx_sched_start(&c->sched);
         }
         if (rc != OMPI_SUCCESS) {
@@ -437,7 +466,7 @@ static int init_persistent(ringx_request_t *req, ompi_request_t **request)
     c->sched.persistent = 1;
     c->mem.scratch = &req->scratch;
     rc = ringx_mem_start(&c->mem, m, c->coll);
-    rc = rc == OMPI_SUCCESS ? ringx_call_build_message_based(c) : rc;
+    rc = rc == OMPI_SUCCESS ? ringx_call_build(c) : rc;
     rc = rc == OMPI_SUCCESS ? ringx_sched_prepare(&c->sched) : rc;
     if (rc != OMPI_SUCCESS) {
         ringx_sched_release(&c->sched);
@@ -467,7 +496,9 @@ static int request_start(size_t count, ompi_request_t **requests)
         req->super.super.req_complete = REQUEST_PENDING;
         req->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
         req->mpi_error = MPI_SUCCESS;
-        ringx_call_count(c);
+        if (c->choice.alg != RINGX_ALG_DIRECT_READ) {
+            ringx_call_count(c);    /* direct reads: once they have served it */
+        }
         ringx_count(&mca_coll_ringx_counters.persistent[c->coll], 1);
         rc = ringx_sched_start(&c->sched);
         if (rc != OMPI_SUCCESS) {

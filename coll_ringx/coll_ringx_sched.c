@@ -18,7 +18,9 @@ void ringx_sched_copy_before(ringx_sched_t *s, char *dst, const char *src, size_
 
 static ringx_mem_t *mem_of(ringx_sched_t *s)
 {
-    return s->engine == RINGX_ENGINE_RING ? s->u.ring.mem : s->u.xs.mem;
+    return s->engine == RINGX_ENGINE_RING     ? s->u.ring.mem
+           : s->engine == RINGX_ENGINE_DIRECT ? s->u.ds.mem
+                                              : s->u.xs.mem;
 }
 
 int ringx_sched_prepare(ringx_sched_t *s)
@@ -28,6 +30,8 @@ int ringx_sched_prepare(ringx_sched_t *s)
         return ringx_ring_prepare(&s->u.ring);
     case RINGX_ENGINE_EXCHANGE:
         return ringx_xsched_prepare(&s->u.xs);
+    case RINGX_ENGINE_DIRECT:
+        return s->persistent ? ringx_dsched_prepare(&s->u.ds) : OMPI_SUCCESS;
     default:
         return OMPI_SUCCESS;
     }
@@ -48,6 +52,8 @@ int ringx_sched_start(ringx_sched_t *s)
         return ringx_ring_start(&s->u.ring, s->seq);
     case RINGX_ENGINE_EXCHANGE:
         return ringx_xsched_start(&s->u.xs, s->seq);
+    case RINGX_ENGINE_DIRECT:
+        return ringx_dsched_start(&s->u.ds);
     default:
         return OMPI_SUCCESS;
     }
@@ -73,6 +79,9 @@ int ringx_sched_progress(ringx_sched_t *s)
     case RINGX_ENGINE_EXCHANGE:
         rc = ringx_xsched_progress(&s->u.xs);
         break;
+    case RINGX_ENGINE_DIRECT:
+        rc = ringx_dsched_progress(&s->u.ds);
+        break;
     default:
         break;
     }
@@ -94,6 +103,8 @@ void ringx_sched_release(ringx_sched_t *s)
         ringx_ring_release(&s->u.ring);
     } else if (s->engine == RINGX_ENGINE_EXCHANGE) {
         ringx_xsched_release(&s->u.xs);
+    } else if (s->engine == RINGX_ENGINE_DIRECT) {
+        ringx_dsched_release(&s->u.ds);
     }
 }
 
@@ -101,6 +112,7 @@ void ringx_sched_cleanup(ringx_sched_t *s)
 {
     size_t *sent = s->engine == RINGX_ENGINE_RING       ? &s->u.ring.bytes_sent
                    : s->engine == RINGX_ENGINE_EXCHANGE ? &s->u.xs.bytes_sent
+                   : s->engine == RINGX_ENGINE_DIRECT   ? &s->u.ds.bytes_sent
                                                         : NULL;
 
     if (!s->started) {

@@ -245,6 +245,57 @@ int ringx_xsched_progress(ringx_xsched_t *s);
 void ringx_xsched_abandon(ringx_xsched_t *s);
 void ringx_xsched_release(ringx_xsched_t *s);
 
+/* -------------------------------------------------------- direct reads */
+
+/* One call's direct reads (coll_ringx_direct.c; its steps: coll_ringx.h). */
+typedef struct ringx_direct {
+    struct mca_coll_ringx_module_t *m;
+    ringx_mem_t *mem;
+    uint32_t seq;               /* among the direct calls of the communicator */
+    int open;                   /* reads allowed; finish_reads and end pending */
+    int two;                    /* a second buffer exposed */
+    int keep;                   /* a persistent call's: exposure and keys kept between starts */
+    int exposed;                /* kept: the buffers exposed (readable says whether it worked) */
+    int readable;
+    unsigned idle;
+    ringx_exposed_t own, own2;
+    void **rkeys, **rkeys2;     /* by rank: its keys, unpacked here */
+    uint64_t *remote, *remote2; /* by rank: its exposed buffers */
+    ringx_req_t *reqs;          /* by rank: the read from it */
+} ringx_direct_t;
+
+/* A collective as direct reads out of the peers' buffers
+ * (coll_ringx_dsched.c). */
+typedef struct ringx_dsched {
+    struct mca_coll_ringx_module_t *module;
+    ringx_mem_t *mem;
+    ringx_coll_t coll;
+    ringx_reduction_t red;
+    const char *input;          /* allreduce, reduce_scatter_block: all of it; allgather: own block */
+    char *result;
+    int in_place;
+    int persistent;             /* prepared once, started again and again */
+    size_t count;               /* allreduce: elements; the others: per rank */
+    size_t elem_size;
+    int phase;
+    int rc;                     /* the first error; the call still ends with its peers */
+    int gathered;               /* allreduce: peers' shares read so far */
+    char *acc;                  /* reduce_scatter_block in place: the result, copied last */
+    char *segment;
+    size_t seg;
+    size_t bytes_sent;
+    ringx_direct_t d;
+} ringx_dsched_t;
+
+/* A progress function's answer when direct reads decline the call: the
+ * call chooses again without them (the same way on every rank). */
+#define RINGX_DECLINED 2
+
+int ringx_dsched_prepare(ringx_dsched_t *s);
+int ringx_dsched_start(ringx_dsched_t *s);
+int ringx_dsched_progress(ringx_dsched_t *s);
+void ringx_dsched_release(ringx_dsched_t *s);
+
 /* ----------------------------------------------------------- schedule */
 
 /* A local copy the collective owes after its engine (a rotation, a block
@@ -258,7 +309,8 @@ typedef struct ringx_copy {
 typedef enum ringx_engine {
     RINGX_ENGINE_NONE,          /* only the copies */
     RINGX_ENGINE_RING,
-    RINGX_ENGINE_EXCHANGE
+    RINGX_ENGINE_EXCHANGE,
+    RINGX_ENGINE_DIRECT
 } ringx_engine_t;
 
 /* The buffers the ring's block functions read (ringx_ring_t.ctx). */
@@ -283,6 +335,7 @@ typedef struct ringx_sched {
     union {
         ringx_ring_t ring;
         ringx_xsched_t xs;
+        ringx_dsched_t ds;
     } u;
 } ringx_sched_t;
 
