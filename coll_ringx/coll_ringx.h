@@ -142,6 +142,7 @@ typedef struct ringx_mailbox {
     size_t stride;              /* bytes per slot */
     size_t whole_bytes;         /* largest allreduce each rank reduces whole (agreed) */
     size_t buffers_from;        /* calls this large read the peers' buffers (agreed; 0: never) */
+    int single_copy;            /* this rank reads every peer with single copies */
 } ringx_mailbox_t;
 
 typedef struct mca_coll_ringx_module_t {
@@ -350,7 +351,7 @@ int ringx_call_serve(ringx_call_t *c);
 /* The choice of a nonblocking or persistent call and its schedule built:
  * message-based algorithms, or on one node direct reads of the peers'
  * buffers for large nonblocking calls; build_declined: again without
- * direct reads, when they declined the call (RINGX_DECLINED from its
+ * direct reads, when they declined the call (RINGX_DIRECT_DECLINED from its
  * schedule; the same on every rank).  ringx_call_count counts and logs
  * the choice (a persistent call: at every start; direct reads: once they
  * have served the call). */
@@ -466,10 +467,6 @@ const char *ringx_mailbox_arrived(mca_coll_ringx_module_t *m, uint32_t seq, int 
 /* Copies received data into dst, in the call's memory. */
 int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len);
 
-/* What direct reads answer, on every rank alike, when some rank cannot
- * take part (ringx_direct_agree, the outboxes); the call then takes
- * another algorithm. */
-#define RINGX_DIRECT_DECLINED 1
 
 /*
  * Outboxes: the slots of one call parity in a rank's own region, taken

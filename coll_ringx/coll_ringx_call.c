@@ -113,6 +113,9 @@ static int run_alg(ringx_call_t *c, ringx_alg_t alg)
     return rc == OMPI_SUCCESS ? ringx_sched_run(&c->sched, &c->mem) : rc;
 }
 
+static const char declined_why[] = "direct reads declined (some rank's buffers are on a device, "
+                                   "staged or unreadable)";
+
 /* A declined call is counted only under the algorithm that then serves it. */
 static int choose_and_run(ringx_call_t *c)
 {
@@ -127,8 +130,7 @@ static int choose_and_run(ringx_call_t *c)
     }
     if (d.alg == RINGX_ALG_DIRECT_READ && (rc = run_alg(c, d.alg)) == RINGX_DIRECT_DECLINED) {
         d = decision(c, 0);
-        d.why = "direct reads declined (some rank's buffers are on a device, staged or "
-                "unreadable)";
+        d.why = declined_why;
     }
     record_choice(c, d);
     return rc == RINGX_DIRECT_DECLINED ? run_alg(c, d.alg) : rc;
@@ -171,8 +173,7 @@ int ringx_call_build(ringx_call_t *c)
 int ringx_call_build_declined(ringx_call_t *c)
 {
     int rc = build(c, 0);
-    c->choice.why = "direct reads declined (some rank's buffers are on a device, staged or "
-                    "unreadable)";
+    c->choice.why = declined_why;
     return rc;
 }
 

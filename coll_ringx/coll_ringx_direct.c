@@ -169,7 +169,7 @@ int ringx_direct_single_copy(const mca_coll_ringx_module_t *m)
 static int expose_buffers(ringx_direct_t *d, const void *buf, size_t len, const void *buf2,
                           size_t len2)
 {
-    int single_copy = ringx_direct_single_copy(d->m);
+    int single_copy = d->m->mailbox.single_copy;
 
     if (d->rkeys == NULL || len == 0 || ringx_memtype_on_device(d->mem->type) ||
         d->mem->staged || (buf2 != NULL && !single_copy) ||

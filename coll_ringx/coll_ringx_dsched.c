@@ -67,7 +67,18 @@ static void publish(ringx_dsched_t *s)
                          allreduce ? bytes : 0);
 }
 
-static int get_scratch(ringx_dsched_t *s, size_t acc_bytes);
+/* Scratch: one segment, and reduce_scatter_block's result in place. */
+static int get_scratch(ringx_dsched_t *s, size_t acc_bytes)
+{
+    char *scratch;
+
+    s->seg = ringx_segment_elems(mca_coll_ringx_component.segment_size, s->elem_size) *
+             s->elem_size;
+    scratch = ringx_mem_scratch(s->mem, RINGX_SCRATCH_BLOCKS, acc_bytes + s->seg + 1);
+    s->acc = scratch;
+    s->segment = scratch == NULL ? NULL : scratch + acc_bytes;
+    return scratch == NULL ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
+}
 
 /* A persistent call's registrations and scratch, once (the first start
  * publishes with them). */
@@ -95,19 +106,6 @@ int ringx_dsched_start(ringx_dsched_t *s)
 void ringx_dsched_release(ringx_dsched_t *s)
 {
     ringx_direct_release(&s->d);
-}
-
-/* Scratch: one segment, and reduce_scatter_block's result in place. */
-static int get_scratch(ringx_dsched_t *s, size_t acc_bytes)
-{
-    char *scratch;
-
-    s->seg = ringx_segment_elems(mca_coll_ringx_component.segment_size, s->elem_size) *
-             s->elem_size;
-    scratch = ringx_mem_scratch(s->mem, RINGX_SCRATCH_BLOCKS, acc_bytes + s->seg + 1);
-    s->acc = scratch;
-    s->segment = scratch == NULL ? NULL : scratch + acc_bytes;
-    return scratch == NULL ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
 }
 
 static int allgather_reads(ringx_dsched_t *s)
@@ -153,16 +151,18 @@ static size_t share_bytes(const ringx_dsched_t *s, int rank)
     return ringx_block_count(s->count, s->module->size, rank) * s->elem_size;
 }
 
-static int allreduce_own_share(ringx_dsched_t *s)
+/* Signalled even after an error (rc): the peers wait for it. */
+static int allreduce_own_share(ringx_dsched_t *s, int rc)
 {
-    int rank = s->module->rank, rc = get_scratch(s, 0);
+    int rank = s->module->rank;
     size_t off = share_offset(s, rank);
 
+    rc = rc == OMPI_SUCCESS ? get_scratch(s, 0) : rc;
     if (rc == OMPI_SUCCESS) {
         rc = ringx_direct_read_reduce(&s->d, off, s->input + off, s->result + off, s->segment,
                                       s->seg, share_bytes(s, rank), s->red);
     }
-    ringx_direct_signal(&s->d, rc);     /* in any case: the peers wait for it */
+    ringx_direct_signal(&s->d, rc);
     /* what the peers take from this rank: a share of its input and of its result */
     s->bytes_sent += share_bytes(s, rank) * (size_t)(s->module->size - 1) * 2;
     return rc;
@@ -191,30 +191,44 @@ static int allreduce_gather(ringx_dsched_t *s)
     return 1;
 }
 
-/* Once every record is in: the reads this rank does before it may end. */
-static void open_and_read(ringx_dsched_t *s)
-{
-    s->rc = ringx_direct_open(&s->d);
-    if (s->rc == RINGX_DIRECT_DECLINED) {
-        s->phase = P_DONE;
-        return;
-    }
-    if (s->rc == OMPI_SUCCESS && s->coll == RINGX_COLL_ALLGATHER) {
-        s->rc = allgather_reads(s);
-    } else if (s->rc == OMPI_SUCCESS && s->coll == RINGX_COLL_REDUCE_SCATTER_BLOCK) {
-        s->rc = rsb_reads(s);
-    } else if (s->coll == RINGX_COLL_ALLREDUCE && s->rc == OMPI_SUCCESS) {
-        s->rc = allreduce_own_share(s);
-    } else if (s->coll == RINGX_COLL_ALLREDUCE) {
-        ringx_direct_signal(&s->d, s->rc);  /* the peers wait for it */
-    }
-    s->phase = s->coll == RINGX_COLL_ALLREDUCE ? P_SHARES : P_DRAIN;
-}
-
 static void finish_reads(ringx_dsched_t *s)
 {
     s->rc = ringx_direct_finish_reads(&s->d, s->rc);
     s->phase = P_DRAIN;
+}
+
+/* Once every record is in: the reads this rank does before it may end
+ * (allreduce: its own share; the others' come as they are signalled). */
+static void open_and_read(ringx_dsched_t *s)
+{
+    int opened = ringx_direct_open(&s->d);
+
+    if (opened == RINGX_DIRECT_DECLINED) {
+        s->phase = P_DONE;
+        return;
+    }
+    s->rc = s->rc == OMPI_SUCCESS ? opened : s->rc;
+    if (s->coll == RINGX_COLL_ALLREDUCE) {
+        s->rc = allreduce_own_share(s, s->rc);
+        s->phase = P_SHARES;
+        return;
+    }
+    if (s->rc == OMPI_SUCCESS) {
+        s->rc = s->coll == RINGX_COLL_ALLGATHER ? allgather_reads(s) : rsb_reads(s);
+    }
+    finish_reads(s);
+}
+
+/* allgather: this rank's own block into place, while the peers expose
+ * theirs (harmless if the call declines: the choice without direct reads
+ * writes the result again). */
+static int copy_own_block(ringx_dsched_t *s)
+{
+    size_t block = s->count * s->elem_size;
+    char *own = s->result + (size_t)s->module->rank * block;
+    return s->coll != RINGX_COLL_ALLGATHER || s->input == own
+               ? OMPI_SUCCESS
+               : ringx_mem_copy(s->mem, own, s->input, block);
 }
 
 /* The end, once every peer has read this rank's buffers. */
@@ -241,27 +255,16 @@ int ringx_dsched_progress(ringx_dsched_t *s)
             return RINGX_PENDING;
         }
         publish(s);
-        if (s->coll == RINGX_COLL_ALLGATHER && s->input != s->result + (size_t)s->module->rank *
-                                                                        s->count * s->elem_size) {
-            /* while the peers expose theirs; harmless if the call declines */
-            s->rc = ringx_mem_copy(s->mem, s->result + (size_t)s->module->rank * s->count *
-                                                           s->elem_size,
-                                   s->input, s->count * s->elem_size);
-        }
+        s->rc = copy_own_block(s);
         s->phase = P_RECORDS;
     }
     if (s->phase == P_RECORDS) {
-        int copied = s->rc;
         if (!ringx_direct_records_in(&s->d)) {
             return RINGX_PENDING;
         }
         open_and_read(s);
         if (s->phase == P_DONE) {
-            return RINGX_DECLINED;
-        }
-        s->rc = s->rc == OMPI_SUCCESS ? copied : s->rc;
-        if (s->phase == P_DRAIN) {
-            finish_reads(s);
+            return RINGX_DIRECT_DECLINED;
         }
     }
     if (s->phase == P_SHARES) {
@@ -278,10 +281,7 @@ int ringx_dsched_progress(ringx_dsched_t *s)
 
 int ringx_dsched_run(ringx_call_t *c)
 {
-    int rc;
-
     (void)ringx_dsched_build(c, RINGX_ALG_DIRECT_READ);
     c->sched.seq = 0;           /* no messages: no call number for tags */
-    rc = ringx_sched_run(&c->sched, &c->mem);
-    return rc == RINGX_DECLINED ? RINGX_DIRECT_DECLINED : rc;
+    return ringx_sched_run(&c->sched, &c->mem);
 }

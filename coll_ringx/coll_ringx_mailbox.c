@@ -174,11 +174,12 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     mb->bytes = bytes;
     mb->whole_bytes = (size_t)global[3];
     mb->buffers_from = global[4] ? (size_t)global[5] : 0;
+    mb->single_copy = ringx_direct_single_copy(m);
     mb->stride = slot_stride(bytes);
     mb->local = region_of(window, m->comm_id, bytes);
     RINGX_LOG(2, "%s: direct reads (%s; out of the peers' buffers from %zu bytes, 0: never); "
                  "messages up to %zu bytes go through mailboxes",
-              comm->c_name, ringx_direct_single_copy(m) ? "single copies" : "UCP gets",
+              comm->c_name, mb->single_copy ? "single copies" : "UCP gets",
               mb->buffers_from, bytes);
     return OMPI_SUCCESS;
 }

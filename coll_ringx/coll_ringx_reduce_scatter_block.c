@@ -200,9 +200,8 @@ static int rsb_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *
 static int run_direct(ringx_call_t *c)
 {
     const void *sbuf = c->in_place ? MPI_IN_PLACE : c->input;
-    size_t bytes = c->count * c->elem_size * (size_t)c->m->size;
     return ringx_outbox_bytes(c->m) / (size_t)c->m->size >= c->elem_size &&
-                   !ringx_direct_from_buffers(c->m, bytes)
+                   !ringx_direct_from_buffers(c->m, ringx_call_bytes(c))
                ? rsb_outbox(c->m, &c->mem, sbuf, c->result, c->count, c->red)
                : ringx_dsched_run(c);
 }

@@ -195,6 +195,16 @@ static int advance_handed_on(ringx_request_t *req)
     return 1;
 }
 
+/* A call is counted under its algorithm when it starts, except direct
+ * reads: only once they have served it, since they may decline it and
+ * another algorithm serve it (counted then). */
+static void count_at_start(const ringx_call_t *c)
+{
+    if (c->choice.alg != RINGX_ALG_DIRECT_READ) {
+        ringx_call_count(c);
+    }
+}
+
 /* Direct reads declined the call: the choice without them, started
  * (every rank does the same, in the order its calls decline, which is
  * their call order: direct calls end one after the other). */
@@ -228,14 +238,14 @@ static int advance(ringx_request_t *req)
         ringx_stage_progress(&req->call.mem);
     }
     rc = ringx_sched_progress(&req->call.sched);
-    if (rc == RINGX_DECLINED) {
+    if (rc == RINGX_DIRECT_DECLINED) {
         rc = declined(&req->call);
     }
     if (rc == RINGX_PENDING) {
         return 0;
     }
     if (rc == RINGX_DONE && req->call.choice.alg == RINGX_ALG_DIRECT_READ) {
-        ringx_call_count(&req->call);
+        ringx_call_count(&req->call);   /* see count_at_start */
     }
     finish_call(req, rc);
     return 1;
@@ -265,9 +275,7 @@ static void begin(ringx_request_t *req)
         rc = ringx_mem_start(&c->mem, m, c->coll);
         rc = rc == OMPI_SUCCESS ? ringx_call_build(c) : rc;
         if (rc == OMPI_SUCCESS) {
-            if (c->choice.alg != RINGX_ALG_DIRECT_READ) {
-                ringx_call_count(c);    /* direct reads: once they have served it */
-            }
+            count_at_start(c);
             rc = ringx_sched_start(&c->sched);
         }
         if (rc != OMPI_SUCCESS) {
@@ -496,9 +504,7 @@ static int request_start(size_t count, ompi_request_t **requests)
         req->super.super.req_complete = REQUEST_PENDING;
         req->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
         req->mpi_error = MPI_SUCCESS;
-        if (c->choice.alg != RINGX_ALG_DIRECT_READ) {
-            ringx_call_count(c);    /* direct reads: once they have served it */
-        }
+        count_at_start(c);
         ringx_count(&mca_coll_ringx_counters.persistent[c->coll], 1);
         rc = ringx_sched_start(&c->sched);
         if (rc != OMPI_SUCCESS) {

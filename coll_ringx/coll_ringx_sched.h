@@ -287,9 +287,11 @@ typedef struct ringx_dsched {
     ringx_direct_t d;
 } ringx_dsched_t;
 
-/* A progress function's answer when direct reads decline the call: the
- * call chooses again without them (the same way on every rank). */
-#define RINGX_DECLINED 2
+/* What direct reads answer, on every rank alike, when some rank cannot
+ * take part (their records, the outboxes' flags); the call then chooses
+ * again without them.  Also a progress function's answer, so it differs
+ * from RINGX_PENDING and RINGX_DONE. */
+#define RINGX_DIRECT_DECLINED 2
 
 int ringx_dsched_prepare(ringx_dsched_t *s);
 int ringx_dsched_start(ringx_dsched_t *s);
