@@ -25,6 +25,7 @@
 
 const char *const coll_names[NCOLL] = { "allreduce", "allgather", "reduce_scatter_block" };
 const char *const form_names[NFORMS] = { "blocking", "nonblocking", "persistent" };
+const char *const timing_names[NTIMINGS] = { "sync", "back-to-back" };
 
 static const dtype_desc_t dtypes[] = {
     { "float", MPI_FLOAT, 4, 1, 1 },    { "double", MPI_DOUBLE, 8, 1, 1 },
@@ -44,14 +45,6 @@ static const op_desc_t ops[] = {
  * the target time too (tens of milliseconds), long enough to average over
  * the scheduling noise of ranks that share cores. */
 #define MAX_ITERS 100000
-
-typedef struct side_result {
-    double seconds;             /* per call: best round, mean of its iterations, max over ranks */
-    double overlap;             /* --overlap: the share of the call hidden by computation */
-    int valid;
-    char alg[64];               /* ringx algorithm(s) that served the calls */
-    unsigned long long served;  /* ringx calls counted by the pvars */
-} side_result_t;
 
 int rank, nprocs;
 MPI_Comm stock_comm, ringx_comm;
@@ -82,8 +75,15 @@ static void usage(void)
                "  -o, --op NAME          sum prod min max band bor bxor (default sum)\n"
                "  -m, --mem host|cuda    buffer memory (default host)\n"
                "  -i, --in-place         use MPI_IN_PLACE\n"
-               "  -r, --rounds N         interleaved rounds per size (default 3)\n"
-               "  -t, --time SECONDS     target time per measurement (default 0.2)\n"
+               "  -r, --rounds N         interleaved rounds per size; figures are their\n"
+               "                         medians, with their min-max (default 5, at most 64)\n"
+               "  -t, --time SECONDS     target time per measurement (default 0.1)\n"
+               "  --timing sync|back-to-back\n"
+               "                         sync (default): a barrier before every call, the\n"
+               "                         slowest rank's time, as OSU and IMB; back-to-back:\n"
+               "                         calls in a loop without barriers\n"
+               "  --noise FRACTION       flag sizes whose rounds range over more than FRACTION\n"
+               "                         of their median (default 0.25)\n"
                "  -f, --form FORM        blocking (default), nonblocking (MPI_I... then MPI_Wait)\n"
                "                         or persistent (one ..._init per size, then MPI_Start\n"
                "                         and MPI_Wait per call), on both sides\n"
@@ -93,10 +93,19 @@ static void usage(void)
                "  -l, --load N           N busy processes per node compete with the ranks for\n"
                "                         the cores while measuring (default 0)\n"
                "  --csv FILE             write the results as CSV\n"
+               "  --json FILE            write the results as JSON\n"
                "  --write-rules FILE     time every ringx algorithm per size instead, and write\n"
                "                         the fastest as rules for this rank count into FILE\n"
                "                         (other rank counts' rules in FILE are kept); use it\n"
-               "                         with --mca coll_ringx_rules_file FILE\n");
+               "                         with --mca coll_ringx_rules_file FILE; a candidate\n"
+               "                         replaces the built-in choice only when it is faster\n"
+               "                         beyond the rounds' range (and by --margin, default\n"
+               "                         0.05)\n"
+               "  --check-rules FILE     re-measure FILE's choices against the built-in ones\n"
+               "                         (run without coll_ringx_rules_file) and report where\n"
+               "                         the rules help or hurt beyond the rounds' range\n"
+               "  --margin FRACTION      what a candidate must gain besides the range, for\n"
+               "                         --write-rules and --check-rules (default 0.05)\n");
     }
 }
 
@@ -139,11 +148,22 @@ static int parse_colls(char *list, options_t *o)
     return 0;
 }
 
+/* The index of name among names[0..n-1], or -1. */
+static int index_of(const char *name, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 /* Returns 0, or an error message. */
 static const char *parse_options(int argc, char **argv, options_t *o)
 {
-    *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 3, 0.2, NULL, NULL, 0,
-                      FORM_BLOCKING, 0, 0 };
+    *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 5, 0.1, NULL, NULL, 0,
+                      FORM_BLOCKING, 0, 0, TIMING_SYNC, 0.25, NULL, NULL, 0.05 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -164,17 +184,25 @@ static const char *parse_options(int argc, char **argv, options_t *o)
             }
             o->device = v && !strcmp(v, "cuda");
         } else if (!strcmp(a, "-r") || !strcmp(a, "--rounds")) {
-            if (v) o->rounds = atoi(v) > 0 ? atoi(v) : 1;
+            if (v) o->rounds = atoi(v) < 1 ? 1 : atoi(v) > RX_MAX_ROUNDS ? RX_MAX_ROUNDS : atoi(v);
         } else if (!strcmp(a, "-t") || !strcmp(a, "--time")) {
             if (v) o->target_seconds = atof(v);
         } else if (!strcmp(a, "-f") || !strcmp(a, "--form")) {
-            o->form = NFORMS;
-            for (int f = 0; v && f < NFORMS; f++) {
-                o->form = strcmp(v, form_names[f]) == 0 ? f : o->form;
-            }
-            if (v && o->form == NFORMS) {
+            if (v && (o->form = index_of(v, form_names, NFORMS)) < 0) {
                 return "--form: blocking, nonblocking or persistent";
             }
+        } else if (!strcmp(a, "--timing")) {
+            if (v && (o->timing = index_of(v, timing_names, NTIMINGS)) < 0) {
+                return "--timing: sync or back-to-back";
+            }
+        } else if (!strcmp(a, "--noise")) {
+            if (v) o->noise = atof(v);
+        } else if (!strcmp(a, "--margin")) {
+            if (v) o->margin = atof(v);
+        } else if (!strcmp(a, "--json")) {
+            o->json = v;
+        } else if (!strcmp(a, "--check-rules")) {
+            o->check_rules = v;
         } else if (!strcmp(a, "--overlap")) {
             o->overlap = 1;
             takes = 0;
@@ -200,6 +228,13 @@ static const char *parse_options(int argc, char **argv, options_t *o)
     }
     if (o->overlap && o->form == FORM_BLOCKING) {
         return "--overlap needs --form nonblocking or persistent";
+    }
+    if ((o->rules || o->check_rules) && o->form == FORM_PERSISTENT) {
+        return "--write-rules and --check-rules time blocking or nonblocking calls (a persistent "
+               "request keeps the algorithm of its init)";
+    }
+    if (o->rules && o->check_rules) {
+        return "--write-rules and --check-rules exclude each other";
     }
     if (o->min_bytes == 0 || o->max_bytes < o->min_bytes) {
         return "bad size range";
@@ -495,16 +530,21 @@ const char *memory_label(const options_t *o, const buffers_t *b)
 
 /* --------------------------------------------------------------- timing */
 
-/* Mean seconds per call over iters calls, max over ranks.  In place, the
- * input is restored before every call, outside the timed region. */
+/* Mean seconds per call over iters calls, max over ranks.  Synchronised
+ * (the default), each call starts after a barrier and only the call is
+ * timed, so a call that leaves before its peers are done gains nothing on
+ * the next one.  In place, the input is restored before every call,
+ * outside the timed region, so those calls are always synchronised. */
 double time_calls(const options_t *o, const point_t *pt, buffers_t *b, MPI_Comm comm,
                   int iters)
 {
     double total = 0, t0, worst;
     MPI_Barrier(comm);
-    if (o->in_place) {
+    if (o->in_place || o->timing == TIMING_SYNC) {
         for (int i = 0; i < iters; i++) {
-            fill_input(o, pt, b);
+            if (o->in_place) {
+                fill_input(o, pt, b);
+            }
             MPI_Barrier(comm);
             t0 = MPI_Wtime();
             call(o, pt, b, comm);
@@ -529,6 +569,17 @@ int all_true(int ok)
     return all;
 }
 
+/* Seconds per call of the stock side with what surrounds it (barriers),
+ * max over ranks: what a measurement of N calls takes. */
+static double wall_per_call(const options_t *o, const point_t *pt, buffers_t *b, int iters)
+{
+    double t0 = MPI_Wtime(), wall, worst;
+    (void)time_calls(o, pt, b, stock_comm, iters);
+    wall = (MPI_Wtime() - t0) / iters;
+    MPI_Allreduce(&wall, &worst, 1, MPI_DOUBLE, MPI_MAX, stock_comm);
+    return worst;
+}
+
 /* Iterations for about target_seconds per measurement, same on all ranks. */
 int choose_iters(const options_t *o, const point_t *pt, buffers_t *b)
 {
@@ -536,9 +587,9 @@ int choose_iters(const options_t *o, const point_t *pt, buffers_t *b)
     call(o, pt, b, stock_comm);                /* warm-up of both sides */
     fill_input(o, pt, b);
     call(o, pt, b, ringx_comm);
-    double once = time_calls(o, pt, b, stock_comm, 1);
+    double once = wall_per_call(o, pt, b, 1);
     if (once < o->target_seconds / 1000) {
-        once = time_calls(o, pt, b, stock_comm, 100);   /* one call is too short to time */
+        once = wall_per_call(o, pt, b, 100);            /* one call is too short to time */
     }
     int iters = once > 0 ? (int)(o->target_seconds / once) : 1000;
     return iters < 3 ? 3 : iters > MAX_ITERS ? MAX_ITERS : iters;
@@ -589,38 +640,39 @@ static void measure_overlap(const options_t *o, const point_t *pt, buffers_t *b,
 {
     const char *coll = coll_names[pt->coll];
     unsigned long long before = ringx_pvars_served(coll);
-    side->overlap = overlap_of(o, pt, b, comm, side->seconds);
+    side->overlap = overlap_of(o, pt, b, comm, side->time.median);
     side->valid = side->valid && all_true(check_output(o, pt, b)) &&
                   all_true(ringx_pvars_served(coll) - before ==
                            (ringx_serves ? (unsigned long long)pt->iters : 0));
 }
 
-static void measure(const options_t *o, const point_t *pt, buffers_t *b, side_result_t *rx,
-                    side_result_t *stock)
+static void measure(const options_t *o, const point_t *pt, buffers_t *b, comparison_t *cmp)
 {
     const char *coll = coll_names[pt->coll];
     char algs[16][RINGX_PVAR_NAME_LEN];
     unsigned long long before[16];
     int nalg = ringx_pvars_algorithms(coll, algs, before, 16);
     unsigned long long stock_before = ringx_pvars_served(coll), rx_before = 0;
+    side_result_t *rx = &cmp->rx, *stock = &cmp->stock;
+    double rx_t[RX_MAX_ROUNDS], stock_t[RX_MAX_ROUNDS], ratio[RX_MAX_ROUNDS];
 
-    rx->seconds = stock->seconds = 1e30;
     for (int r = 0; r < o->rounds; r++) {
-        double t;
         if (r == 0) {
             rx_before = ringx_pvars_served(coll);
         }
         fill_input(o, pt, b);
-        t = time_calls(o, pt, b, ringx_comm, pt->iters);
-        rx->seconds = t < rx->seconds ? t : rx->seconds;
+        rx_t[r] = time_calls(o, pt, b, ringx_comm, pt->iters);
         if (r == o->rounds - 1) {
             rx->valid = all_true(check_output(o, pt, b));
             stock_before = ringx_pvars_served(coll);
         }
         fill_input(o, pt, b);
-        t = time_calls(o, pt, b, stock_comm, pt->iters);
-        stock->seconds = t < stock->seconds ? t : stock->seconds;
+        stock_t[r] = time_calls(o, pt, b, stock_comm, pt->iters);
+        ratio[r] = stock_t[r] / rx_t[r];
     }
+    rx->time = rx_spread_of(rx_t, o->rounds);
+    stock->time = rx_spread_of(stock_t, o->rounds);
+    cmp->ratio = rx_spread_of(ratio, o->rounds);
     stock->valid = all_true(check_output(o, pt, b));
     algorithms_used(coll, before, nalg, rx->alg, sizeof(rx->alg), &rx->served);
     /* Proof of the code path: every ringx-side call counted by ringx, and
@@ -632,99 +684,6 @@ static void measure(const options_t *o, const point_t *pt, buffers_t *b, side_re
     if (o->overlap) {
         measure_overlap(o, pt, b, rx, ringx_comm, 1);
         measure_overlap(o, pt, b, stock, stock_comm, 0);
-    }
-}
-
-/* ------------------------------------------------------------- output */
-
-const char *human(size_t bytes, char *buf, size_t len)
-{
-    const char *units[] = { "B", "KiB", "MiB", "GiB" };
-    int u = 0;
-    double v = (double)bytes;
-    while (v >= 1024 && u < 3 && bytes % 1024 == 0) {
-        v /= 1024;
-        bytes /= 1024;
-        u++;
-    }
-    snprintf(buf, len, "%g %s", v, units[u]);
-    return buf;
-}
-
-static double bus_factor(int coll)
-{
-    double p = nprocs;
-    return coll == COLL_ALLREDUCE ? 2 * (p - 1) / p : (p - 1) / p;
-}
-
-static void print_header(const options_t *o, const buffers_t *b)
-{
-    printf("# ringx vs stock Open MPI collectives: np=%d, %s %s, %s, %s, %s calls\n", nprocs,
-           o->dtype->name, o->op->name, memory_label(o, b),
-           o->in_place ? "in place" : "out of place", form_names[o->form]);
-    if (o->load > 0) {
-        printf("# with %d busy process%s per node competing for the cores\n", o->load,
-               o->load > 1 ? "es" : "");
-    }
-    if (o->overlap) {
-        printf("# overlap: each call also timed with computation as long as the call between its "
-               "start and its wait (MPI_Test every 50 us); overlap = 1 - (total - compute) / call\n");
-    }
-    printf("# time per call = best of %d interleaved rounds (each the mean of N calls, max "
-           "over ranks); busbw as in nccl-tests; ratio = ringx busbw / stock busbw\n",
-           o->rounds);
-    printf("%-21s %10s %9s %6s | %10s %9s %-10s | %10s %9s | %6s %s\n", "collective", "size",
-           "count", "iters", "ringx us", "GB/s", "algorithm", "stock us", "GB/s", "ratio",
-           "check");
-    fflush(stdout);
-}
-
-static void report(const options_t *o, const point_t *pt, const side_result_t *rx,
-                   const side_result_t *stock, FILE *csv, int index, int total)
-{
-    char size[32];
-    double rx_alg = pt->bytes / rx->seconds / 1e9, st_alg = pt->bytes / stock->seconds / 1e9;
-    double f = bus_factor(pt->coll);
-    const char *check = rx->valid && stock->valid ? "ok" : !rx->valid ? "FAIL(ringx)"
-                                                                       : "FAIL(stock)";
-    printf("%-21s %10s %9zu %6d | %10.2f %9.3f %-10s | %10.2f %9.3f | %6.2f %-5s [%d/%d]",
-           coll_names[pt->coll], human(pt->bytes, size, sizeof(size)), pt->count, pt->iters,
-           rx->seconds * 1e6, rx_alg * f, rx->alg, stock->seconds * 1e6, st_alg * f,
-           stock->seconds / rx->seconds, check, index, total);
-    if (o->overlap) {
-        printf(" overlap: ringx %3.0f%% stock %3.0f%%", rx->overlap * 100, stock->overlap * 100);
-    }
-    printf("\n");
-    fflush(stdout);
-    if (csv) {
-        fprintf(csv, "%s,%zu,%zu,%d,%s,%s,%s,%d,%.3f,%.6f,%.6f,%s,%.3f,%.6f,%.6f,%.4f,%s,%s,%d",
-                coll_names[pt->coll], pt->bytes, pt->count, nprocs, o->dtype->name,
-                o->op->name, o->device ? "cuda" : "host", o->in_place, rx->seconds * 1e6, rx_alg, rx_alg * f,
-                rx->alg, stock->seconds * 1e6, st_alg, st_alg * f,
-                stock->seconds / rx->seconds, check, form_names[o->form], o->load);
-        if (o->overlap) {
-            fprintf(csv, ",%.4f,%.4f", rx->overlap, stock->overlap);
-        } else {
-            fprintf(csv, ",,");
-        }
-        fprintf(csv, "\n");
-        fflush(csv);
-    }
-}
-
-static void print_pvar_summary(void)
-{
-    printf("\n# ringx performance variables of this process (rank 0), whole run:\n");
-    for (int c = 0; c < NCOLL; c++) {
-        char algs[16][RINGX_PVAR_NAME_LEN];
-        unsigned long long calls[16];
-        int n = ringx_pvars_algorithms(coll_names[c], algs, calls, 16);
-        printf("#   %-21s", coll_names[c]);
-        for (int i = 0; i < n; i++) {
-            printf(" %s=%llu", algs[i], calls[i]);
-        }
-        printf(" mailbox=%llu bytes_sent=%llu\n", ringx_pvar_read_coll(coll_names[c], "mailbox"),
-               ringx_pvar_read_coll(coll_names[c], "bytes_sent"));
     }
 }
 
@@ -771,18 +730,18 @@ static int count_points(const options_t *o)
     return n;
 }
 
-static int sweep(const options_t *o, buffers_t *b, FILE *csv)
+static int sweep(const options_t *o, buffers_t *b)
 {
     int failures = 0, index = 0, total = count_points(o);
     for (int c = 0; c < NCOLL; c++) {
         point_t pt = first_point(o, c);
         for (int more = o->colls[c] && pt.bytes <= o->max_bytes; more; more = next_point(o, &pt)) {
-            side_result_t rx = { 0 }, stock = { 0 };
+            comparison_t cmp = { 0 };
             pt.iters = choose_iters(o, &pt, b);
-            measure(o, &pt, b, &rx, &stock);
-            failures += !(rx.valid && stock.valid);
+            measure(o, &pt, b, &cmp);
+            failures += !(cmp.rx.valid && cmp.stock.valid);
             if (rank == 0) {
-                report(o, &pt, &rx, &stock, csv, ++index, total);
+                report_point(o, &pt, &cmp, ++index, total);
             }
         }
     }
@@ -892,11 +851,39 @@ static void close_buffers(const options_t *o, buffers_t *b)
     free(b->host_recv);
 }
 
+/* The run itself, between the buffers' opening and closing: the
+ * comparison, the tuner or the check of a rules file. */
+static int run(const options_t *o, buffers_t *b)
+{
+    int failures;
+
+    if (o->rules || o->check_rules) {
+        if (rank == 0) {
+            printf("# ringx %s: np=%d, %s %s, %s, timing %s; us per call, median [min-max] of "
+                   "%d interleaved rounds (each the mean of N calls, max over ranks)\n",
+                   o->rules ? "algorithms timed one by one" : "rules checked against the built-in choice",
+                   nprocs, o->dtype->name, o->op->name, memory_label(o, b),
+                   timing_names[o->timing], o->rounds);
+        }
+        failures = o->rules ? tune(o, b) : check_rules(o, b);
+        if (rank == 0) {
+            printf("# %s\n", failures ? "FAILED: some results were wrong or not served as expected"
+                                      : "all results validated");
+        }
+        return failures;
+    }
+    if (all_true(report_open(o, b) == 0) == 0) {
+        return 1;
+    }
+    failures = sweep(o, b);
+    report_close(o, failures);
+    return failures;
+}
+
 int main(int argc, char **argv)
 {
     options_t o;
     buffers_t b;
-    FILE *csv = NULL;
     const char *err;
     int failures;
 
@@ -923,35 +910,19 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;      /* SKIP: no device */
     }
-    if (rank == 0) {
-        if (o.csv && !(csv = fopen(o.csv, "w"))) {
-            perror(o.csv);
-        }
-        if (csv) {
-            fprintf(csv, "collective,bytes,count,np,dtype,op,mem,in_place,ringx_us,"
-                         "ringx_algbw_GBs,ringx_busbw_GBs,ringx_algorithm,stock_us,"
-                         "stock_algbw_GBs,stock_busbw_GBs,ratio,check,form,load,ringx_overlap,"
-                         "stock_overlap\n");
-        }
-        print_header(&o, &b);
-    }
     if (load_start(o.load) != 0) {
         if (rank == 0) {
             fprintf(stderr, "ringx_bench: --load: could not start the busy processes\n");
         }
         failures = 1;
     } else {
-        failures = o.rules ? tune(&o, &b) : sweep(&o, &b, csv);
+        if (rank == 0 && o.load > 0 && (o.rules || o.check_rules)) {
+            printf("# with %d busy process%s per node competing for the cores\n", o.load,
+                   o.load > 1 ? "es" : "");
+        }
+        failures = run(&o, &b);
     }
     load_stop();
-    if (rank == 0) {
-        print_pvar_summary();
-        printf("# %s\n", failures ? "FAILED: some results were wrong or not served as expected"
-                                  : "all results validated");
-        if (csv) {
-            fclose(csv);
-        }
-    }
     persistent_free_all();
     close_buffers(&o, &b);
     MPI_Comm_free(&ringx_comm);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ringx_bench_stats.h"
+
 enum { COLL_ALLREDUCE, COLL_ALLGATHER, COLL_RSB, NCOLL };
 extern const char *const coll_names[NCOLL];
 
@@ -42,10 +44,20 @@ typedef struct options {
     int form;                   /* --form: FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT */
     int load;                   /* --load N: busy processes per node while measuring */
     int overlap;                /* --overlap: also time calls overlapped with computation */
+    int timing;                 /* --timing: TIMING_SYNC or TIMING_BACK_TO_BACK */
+    double noise;               /* --noise: warn when a range exceeds this fraction of its median */
+    const char *json;           /* --json FILE */
+    const char *check_rules;    /* --check-rules FILE */
+    double margin;              /* --margin: what a tuning candidate must gain besides the range */
 } options_t;
 
 enum { FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT, NFORMS };
 extern const char *const form_names[NFORMS];
+
+/* How calls are timed: each after a barrier, the slowest rank's time (as
+ * OSU and IMB do), or back to back (the mean of a loop without barriers). */
+enum { TIMING_SYNC, TIMING_BACK_TO_BACK, NTIMINGS };
+extern const char *const timing_names[NTIMINGS];
 
 typedef struct point {
     int coll;
@@ -65,6 +77,23 @@ typedef struct buffers {
     void *host_recv;
     int stock_stages;           /* stock side: copy to host, collective, copy back */
 } buffers_t;
+
+/* One side of a comparison at one point. */
+typedef struct side_result {
+    rx_spread_t time;           /* seconds per call over the rounds (each: mean of N calls,
+                                 * max over ranks) */
+    double overlap;             /* --overlap: the share of the call hidden by computation */
+    int valid;
+    char alg[64];               /* ringx algorithm(s) that served the calls */
+    unsigned long long served;  /* ringx calls counted by the pvars */
+} side_result_t;
+
+/* A point measured on both sides; ratio = stock time / ringx time, per
+ * round (the rounds are interleaved pairs). */
+typedef struct comparison {
+    side_result_t rx, stock;
+    rx_spread_t ratio;
+} comparison_t;
 
 /* "host memory" or "device memory (stock side: ...)" for headers. */
 const char *memory_label(const options_t *o, const buffers_t *b);
@@ -97,7 +126,18 @@ int cvar_enum_value(const char *name, const char *item);
 int load_start(int n);
 void load_stop(void);
 
-/* --write-rules: measures every ringx algorithm; returns failures. */
+/* --write-rules: measures every ringx algorithm; returns failures.
+ * --check-rules: re-measures a rules file against the built-in choice. */
 int tune(const options_t *o, buffers_t *b);
+int check_rules(const options_t *o, buffers_t *b);
+
+/* Output (ringx_bench_report.c): the table on rank 0's stdout, and the CSV
+ * and JSON files; report_open and report_close frame one run. */
+int report_open(const options_t *o, const buffers_t *b);
+void report_point(const options_t *o, const point_t *pt, const comparison_t *cmp, int index,
+                  int total);
+void report_close(const options_t *o, int failures);
+int is_noisy(const options_t *o, const rx_spread_t *s);
+double bus_factor(int coll);
 
 #endif /* RINGX_BENCH_H */

@@ -338,6 +338,17 @@ void ringx_rules_clear(void)
     table.nfile_rules = 0;
 }
 
+/* Reads f up to the end of the line fgets stopped inside; whether there
+ * was more of it (a comment longer than the buffer is still a comment). */
+static int skip_rest_of_line(FILE *f)
+{
+    int ch, more = 0;
+    while ((ch = getc(f)) != EOF && ch != '\n') {
+        more = 1;
+    }
+    return more;
+}
+
 int ringx_rules_load(const char *path, char *err, size_t errlen)
 {
     ringx_rule_t rules[MAX_FILE_RULES];
@@ -352,6 +363,9 @@ int ringx_rules_load(const char *path, char *err, size_t errlen)
     while (rc == 0 && fgets(line, sizeof(line), f)) {
         int got = ringx_rule_parse(line, &rules[n]);
         lineno++;
+        if (strchr(line, '\n') == NULL && skip_rest_of_line(f) && got != 0) {
+            got = -1;           /* a rule longer than the buffer: not one we read whole */
+        }
         if (got < 0 || (got == 1 && n == MAX_FILE_RULES)) {
             snprintf(err, errlen, "%s:%d: not a rule (<collective> <np_min> <np_max> "
                                   "<max_bytes> <algorithm>)", path, lineno);

@@ -3,7 +3,7 @@
 # installs it into ./_install and runs the ringx-vs-stock benchmark on
 # NP local ranks (default 4) with host memory.  Extra arguments go to
 # ringx_bench (e.g. --max-bytes 16M, --coll allreduce, --dtype double).
-# Writes results/bench-npN.{txt,csv,png}.
+# Writes results/bench-npN.{txt,csv,json,png}.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 np=${NP:-4}
@@ -29,13 +29,13 @@ fi
 mkdir -p "$top/results"
 out="$top/results/bench-np$np"
 echo "main.sh: ringx installed in $prefix/lib/openmpi; benchmarking on $np ranks"
-mpirun "${run_flags[@]}" -np "$np" "$prefix/bin/ringx_bench" --csv "$out.csv" "$@" | tee "$out.txt"
+mpirun "${run_flags[@]}" -np "$np" "$prefix/bin/ringx_bench" --csv "$out.csv" --json "$out.json" "$@" | tee "$out.txt"
 "$top/bench/plot.sh" "$out.csv" "$out.png"
 cat <<EOT
 
 main.sh: done.
   table: $out.txt
-  data:  $out.csv
+  data:  $out.csv, $out.json
   plot:  $out.png
 To use ringx in your own runs (check it with --mca coll_ringx_verbose 1):
 $(echo "$env_lines" | sed "s/^/  /")

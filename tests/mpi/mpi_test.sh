@@ -7,6 +7,7 @@
 #   args="..."           its arguments
 #   mpirun_args="..."    extra mpirun options (e.g. --mca coll_ringx_allreduce_enable 0)
 #   script=NAME.sh       run tests/mpi/NAME.sh PROGRAM ARGS instead of mpirun directly
+#                        (without program=, tests/mpi/NAME.sh ARGS)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 np=4
@@ -21,7 +22,7 @@ RINGX_MPIRUN_ARGS=$mpirun_args
 export RINGX_MPIRUN_ARGS
 if [ -n "$script" ]; then
     # shellcheck disable=SC2086
-    exec "$here/$script" "$bindir/$program" $args
+    exec "$here/$script" ${program:+"$bindir/$program"} $args
 fi
 # shellcheck disable=SC2086
 exec "$here/run_mpi_test.sh" "$np" "$bindir/$program" $args

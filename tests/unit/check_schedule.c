@@ -499,6 +499,17 @@ START_TEST(rules_file_takes_precedence)
     ck_assert_int_eq(ringx_rules_load(path, err, sizeof(err)), -1);
     ck_assert_ptr_nonnull(strstr(err, ":1:"));
     ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 64, 4, 0).alg, RINGX_ALG_BRUCK);
+    /* a comment longer than any line buffer is still one comment (the
+     * tuner's headers are long) */
+    f = fopen(path, "w");
+    fputs("# ", f);
+    for (int i = 0; i < 200; i++) {
+        fputs("long comment ", f);
+    }
+    fputs("\nallgather 2 64 inf ring\n", f);
+    fclose(f);
+    ck_assert_int_eq(ringx_rules_load(path, err, sizeof(err)), 1);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 64, 4, 0).alg, RINGX_ALG_RING);
     ringx_rules_clear();
     ck_assert_str_ne(ringx_decide(RINGX_COLL_ALLGATHER, RINGX_ALG_AUTO, 64, 4, 0).why, "rules file");
     unlink(path);
