@@ -2,8 +2,8 @@
 # Plots a ringx_bench CSV, one column per collective: above, bus bandwidth
 # against size on log scales (every size readable, 8 B to 64 MiB), ringx
 # next to the stock collectives, bars from the slowest to the fastest
-# round; below, the ratio ringx / stock (stock time / ringx time) with the
-# min-max of the rounds' ratios, 1.0 marked.  Usage: plot.sh CSV PNG
+# round; below, the ratio ringx / stock (stock time / ringx time, log scale)
+# with the min-max of the rounds' ratios, 1.0 marked.  Usage: plot.sh CSV PNG
 set -euo pipefail
 csv=$1
 png=$2
@@ -36,11 +36,12 @@ ncolls=$(echo "$colls" | wc -w)
         echo "plot '$csv' using (strcol(1) eq '$c' ? \$2 : 1/0):11:(\$11*\$9/\$25):(\$11*\$9/\$24) with yerrorlines pt 7 ps 0.6 title 'ringx', \\"
         echo "     '$csv' using (strcol(1) eq '$c' ? \$2 : 1/0):15:(\$15*\$13/\$27):(\$15*\$13/\$26) with yerrorlines pt 5 ps 0.6 title 'stock'"
     done
-    echo "unset logscale y"
-    echo "set format y '%.1f'"
+    # ratios on a log scale too: 2x faster and 2x slower lie as far from 1.0
+    echo "set logscale y 2"
+    echo "set ytics (0.25, 0.5, 1, 1.5, 2, 4, 8, 16, 32, 64)"
+    echo "set format y '%g'"
     echo "set xlabel 'buffer size S (bytes)'"
     echo "set ylabel 'ratio ringx / stock (higher: ringx faster)'"
-    echo "set yrange [0:*]"
     echo "set key top right"
     for c in $colls; do
         echo "set title '$c: ratio, min-max of the rounds'"

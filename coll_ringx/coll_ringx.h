@@ -86,6 +86,8 @@ typedef struct ringx_counters {
     unsigned long long nonblocking[RINGX_COLL_COUNT]; /* nonblocking calls served */
     unsigned long long persistent[RINGX_COLL_COUNT];  /* starts of persistent calls served */
     unsigned long long buffer_reads[RINGX_COLL_COUNT]; /* direct reads out of peers' buffers */
+    unsigned long long comms_one_node;    /* communicators connected, all ranks on one node */
+    unsigned long long comms_multi_node;  /* communicators connected across nodes */
 } ringx_counters_t;
 
 extern ringx_counters_t mca_coll_ringx_counters;
@@ -183,6 +185,8 @@ typedef struct mca_coll_ringx_module_t {
     uint32_t mailbox_seq;                 /* of them, calls numbered for the mailboxes */
     ringx_peer_t **peers;                 /* by rank; NULL for self */
     ringx_mailbox_t mailbox;              /* small messages on this node */
+    int node_ranks_min, node_ranks_max;   /* ranks per node over the communicator's nodes
+                                           * (Open MPI's locality), agreed at connect */
     uint64_t direct_calls;                /* calls that read peers' buffers directly */
     uint32_t direct_next;                 /* number of the next call with direct reads */
     uint32_t direct_done;                 /* calls with direct reads over here */
@@ -436,8 +440,11 @@ size_t ringx_mailbox_window_bytes(void);
 /* The mailboxes are agreed in one MIN reduction over this many ints:
  * this rank's part (from the peers' windows mapped here, by rank; NULL
  * where not mapped; windows NULL: none), then, with the reduced values,
- * m's mailboxes set up or left off (coll_ringx_connect.c). */
-#define RINGX_MAILBOX_AGREE_INTS 6
+ * m's mailboxes set up or left off (coll_ringx_connect.c).  The same
+ * reduction agrees on the node layout (m->node_ranks_min/max): mailboxes
+ * and direct reads need every rank on one node by Open MPI's locality,
+ * whatever UCX can map (network namespaces on one machine share memory). */
+#define RINGX_MAILBOX_AGREE_INTS 8
 void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
                                int local[RINGX_MAILBOX_AGREE_INTS]);
 int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,

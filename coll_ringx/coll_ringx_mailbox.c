@@ -131,7 +131,8 @@ void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
 {
     size_t bytes = slot_bytes(), window_bytes;
     char *window = ringx_ucx_window(&window_bytes);
-    int ok = usable_here(m, windows, bytes);
+    int node_ranks = ompi_group_count_local_peers(m->comm->c_local_group);
+    int ok = node_ranks == m->size && usable_here(m, windows, bytes);
 
     m->mailbox.local = NULL;
     if (ok) {
@@ -148,6 +149,31 @@ void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
     local[5] = (int)(mca_coll_ringx_component.direct_buffer_bytes > INT_MAX
                          ? INT_MAX
                          : mca_coll_ringx_component.direct_buffer_bytes);
+    local[6] = node_ranks;      /* MIN: the fewest ranks on a node */
+    local[7] = -node_ranks;     /* MIN: minus the most */
+}
+
+/* Records and reports the node layout the agreement found. */
+static void note_layout(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                        const int global[RINGX_MAILBOX_AGREE_INTS])
+{
+    m->node_ranks_min = global[6];
+    m->node_ranks_max = -global[7];
+    if (m->node_ranks_min == m->size) {
+        ringx_count(&mca_coll_ringx_counters.comms_one_node, 1);
+        RINGX_LOG(2, "%s: %d ranks on one node", comm->c_name, m->size);
+        return;
+    }
+    ringx_count(&mca_coll_ringx_counters.comms_multi_node, 1);
+    if (m->node_ranks_min == m->node_ranks_max) {
+        RINGX_LOG(1, "%s: %d ranks on %d nodes, %d per node: no one-node paths (mailboxes, "
+                  "direct reads)", comm->c_name, m->size, m->size / m->node_ranks_min,
+                  m->node_ranks_min);
+    } else {
+        RINGX_LOG(1, "%s: %d ranks on several nodes, %d to %d per node: no one-node paths "
+                  "(mailboxes, direct reads)", comm->c_name, m->size, m->node_ranks_min,
+                  m->node_ranks_max);
+    }
 }
 
 int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
@@ -157,11 +183,13 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     size_t bytes = slot_bytes(), window_bytes;
     char *window = ringx_ucx_window(&window_bytes);
 
+    note_layout(m, comm, global);
     if (!global[0] || global[1] != -global[2]) {
-        RINGX_LOG(2, "%s: no mailboxes, no direct reads (%s)",
-                  comm->c_name, !global[0] ? "some rank cannot map every peer's window, or the "
-                                             "context id is too large"
-                                           : "coll_ringx_mailbox_bytes differs between ranks");
+        RINGX_LOG(2, "%s: no mailboxes, no direct reads (%s)", comm->c_name,
+                  m->node_ranks_min < m->size ? "ranks on more than one node"
+                  : !global[0] ? "some rank cannot map every peer's window, or the context id is "
+                                 "too large"
+                               : "coll_ringx_mailbox_bytes differs between ranks");
         return OMPI_SUCCESS;
     }
     mb->remote = calloc((size_t)m->size, sizeof(*mb->remote));

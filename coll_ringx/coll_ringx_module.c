@@ -46,6 +46,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->comm_id_common = false;
     m->peers = NULL;
     memset(&m->mailbox, 0, sizeof(m->mailbox));
+    m->node_ranks_min = m->node_ranks_max = 0;
     m->direct_calls = 0;
     m->direct_next = m->direct_done = 0;
     m->nparked = 0;

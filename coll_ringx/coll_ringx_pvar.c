@@ -85,7 +85,16 @@ static int register_collective(ringx_coll_t coll)
 
 int mca_coll_ringx_register_pvars(void)
 {
-    int rc = OMPI_SUCCESS;
+    int rc = register_counter("comms_one_node",
+                              "communicators ringx connected whose ranks all share a node "
+                              "(Open MPI's locality): mailboxes and direct reads may serve them",
+                              &mca_coll_ringx_counters.comms_one_node);
+    if (rc == OMPI_SUCCESS) {
+        rc = register_counter("comms_multi_node",
+                              "communicators ringx connected whose ranks are on more than one "
+                              "node: only message-based algorithms serve them",
+                              &mca_coll_ringx_counters.comms_multi_node);
+    }
     for (int coll = 0; coll < RINGX_COLL_COUNT && rc == OMPI_SUCCESS; coll++) {
         rc = register_collective((ringx_coll_t)coll);
     }

@@ -100,5 +100,5 @@ fi
 echo "debian13: in $root (Debian $(cat "$root/etc/debian_version")): $*"
 status=0
 chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    LANG=C.UTF-8 TERM="${TERM:-dumb}" bash -c 'cd /ringx && "$@"' debian13 "$@" || status=$?
+    LANG=C.UTF-8 TERM="${TERM:-dumb}" RINGX_TEST_HOSTS=0 bash -c 'cd /ringx && "$@"' debian13 "$@" || status=$?
 exit "$status"

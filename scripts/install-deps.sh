@@ -13,7 +13,8 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 packages=(build-essential autoconf automake libtool pkg-config
-          libopenmpi-dev openmpi-bin libucx-dev check valgrind gnuplot-nox dpkg-dev)
+          libopenmpi-dev openmpi-bin libucx-dev check valgrind gnuplot-nox dpkg-dev
+          iproute2)
 
 install_packages() {
     local missing=() sudo=()

@@ -63,6 +63,7 @@
  *                                  (validates the test on stock Open MPI)
  */
 #include "ringx_test_device.h"
+#include "ringx_pvars.h"
 #include "ringx_test_util.h"
 
 #include <mpi-ext.h>    /* MPIX_C_FLOAT16 (Open MPI 5) */
@@ -1126,6 +1127,7 @@ typedef struct options {
     bool nonblocking;           /* MPI_I... and MPI_Wait */
     bool persistent;            /* ..._init, MPI_Start, MPI_Wait, MPI_Request_free */
     unsigned watchdog_seconds;  /* per case; 0: none */
+    bool expect_multi_node;     /* ringx saw MPI_COMM_WORLD span several nodes */
 } options_t;
 
 static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1, .expect_buffers_from = -1,
@@ -1870,6 +1872,15 @@ static bool parse_expect_alg(const char *arg)
     return false;
 }
 
+/* --expect-multi-node: ringx connected communicators that span several
+ * nodes (by Open MPI's locality), MPI_COMM_WORLD among them. */
+static void check_multi_node(void)
+{
+    unsigned long long multi = 0;
+    bool ok = ringx_pvar_read("coll_ringx_comms_multi_node", &multi) == 0 && multi > 0;
+    rx_check(NULL, ok, "no communicator across nodes counted by coll_ringx_comms_multi_node");
+}
+
 static bool parse_options(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -1907,6 +1918,8 @@ static bool parse_options(int argc, char **argv)
                 return false;
             }
             opts.device = 0 == strcmp(mem, "cuda");
+        } else if (0 == strcmp(argv[i], "--expect-multi-node")) {
+            opts.expect_multi_node = true;
         } else if (0 == strcmp(argv[i], "--watchdog") && i + 1 < argc) {
             opts.watchdog_seconds = (unsigned)strtoul(argv[++i], NULL, 10);
         } else {
@@ -1940,7 +1953,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: " PROGRAM_NAME " [--quick] [--results-only] "
             "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged] [--nonblocking] [--persistent]\n"
-            "       [--expect-mailbox BYTES] [--expect-buffers-from BYTES] [--mem host|cuda] [--watchdog SECONDS]\n"
+            "       [--expect-mailbox BYTES] [--expect-buffers-from BYTES] [--expect-multi-node]\n"
+            "       [--mem host|cuda] [--watchdog SECONDS]\n"
             "  COLL: allreduce | allgather | reduce_scatter_block\n"
             "  REASON: disabled | datatype | op | memory | transport\n");
 }
@@ -1984,6 +1998,9 @@ int main(int argc, char **argv)
             rx_check_pvar_contract(coll_names, NUM_COLLS);
         }
         run_all();
+        if (opts.expect_multi_node) {
+            check_multi_node();
+        }
     }
     status = rx_finish(PROGRAM_NAME);
     free_ops();
