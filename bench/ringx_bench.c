@@ -105,7 +105,10 @@ static void usage(void)
                "                         (run without coll_ringx_rules_file) and report where\n"
                "                         the rules help or hurt beyond the rounds' range\n"
                "  --margin FRACTION      what a candidate must gain besides the range, for\n"
-               "                         --write-rules and --check-rules (default 0.05)\n");
+               "                         --write-rules and --check-rules (default 0.05)\n"
+               "  --churn N              time communicators instead: per round N times make\n"
+               "                         one (dup or split), one allreduce of 1 int, free it;\n"
+               "                         reports us per iteration and the resident set size\n");
     }
 }
 
@@ -163,7 +166,7 @@ static int index_of(const char *name, const char *const *names, int n)
 static const char *parse_options(int argc, char **argv, options_t *o)
 {
     *o = (options_t){ 8, 64u << 20, { 1, 1, 1 }, &dtypes[0], &ops[0], 0, 5, 0.1, NULL, NULL, 0,
-                      FORM_BLOCKING, 0, 0, TIMING_SYNC, 0.25, NULL, NULL, 0.05 };
+                      FORM_BLOCKING, 0, 0, TIMING_SYNC, 0.25, NULL, NULL, 0.05, 0 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -201,6 +204,8 @@ static const char *parse_options(int argc, char **argv, options_t *o)
             if (v) o->margin = atof(v);
         } else if (!strcmp(a, "--json")) {
             o->json = v;
+        } else if (!strcmp(a, "--churn")) {
+            if (v && (o->churn = atoi(v)) < 1) return "--churn: a number of iterations";
         } else if (!strcmp(a, "--check-rules")) {
             o->check_rules = v;
         } else if (!strcmp(a, "--overlap")) {
@@ -880,10 +885,38 @@ static int run(const options_t *o, buffers_t *b)
     return failures;
 }
 
+/* The measurements on buffers (all but --churn), between the buffers'
+ * opening and closing; 77 if some rank has no device. */
+static int with_buffers(const options_t *o)
+{
+    buffers_t b;
+    int failures;
+    size_t max_buf = o->max_bytes + o->dtype->size * (size_t)nprocs;
+
+    if (open_buffers(o, &b, max_buf) != 0) {
+        return 77;      /* SKIP: no device */
+    }
+    if (load_start(o->load) != 0) {
+        if (rank == 0) {
+            fprintf(stderr, "ringx_bench: --load: could not start the busy processes\n");
+        }
+        failures = 1;
+    } else {
+        if (rank == 0 && o->load > 0 && (o->rules || o->check_rules)) {
+            printf("# with %d busy process%s per node competing for the cores\n", o->load,
+                   o->load > 1 ? "es" : "");
+        }
+        failures = run(o, &b);
+    }
+    load_stop();
+    persistent_free_all();
+    close_buffers(o, &b);
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     options_t o;
-    buffers_t b;
     const char *err;
     int failures;
 
@@ -905,29 +938,10 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    size_t max_buf = o.max_bytes + o.dtype->size * (size_t)nprocs;
-    if (open_buffers(&o, &b, max_buf) != 0) {
-        MPI_Finalize();
-        return 77;      /* SKIP: no device */
-    }
-    if (load_start(o.load) != 0) {
-        if (rank == 0) {
-            fprintf(stderr, "ringx_bench: --load: could not start the busy processes\n");
-        }
-        failures = 1;
-    } else {
-        if (rank == 0 && o.load > 0 && (o.rules || o.check_rules)) {
-            printf("# with %d busy process%s per node competing for the cores\n", o.load,
-                   o.load > 1 ? "es" : "");
-        }
-        failures = run(&o, &b);
-    }
-    load_stop();
-    persistent_free_all();
-    close_buffers(&o, &b);
+    failures = o.churn ? churn(&o) : with_buffers(&o);
     MPI_Comm_free(&ringx_comm);
     MPI_Comm_free(&stock_comm);
     ringx_pvars_close();
     MPI_Finalize();
-    return failures ? 1 : 0;
+    return failures == 77 ? 77 : failures ? 1 : 0;
 }

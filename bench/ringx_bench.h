@@ -49,6 +49,7 @@ typedef struct options {
     const char *json;           /* --json FILE */
     const char *check_rules;    /* --check-rules FILE */
     double margin;              /* --margin: what a tuning candidate must gain besides the range */
+    int churn;                  /* --churn N: communicators made, used once and freed per round */
 } options_t;
 
 enum { FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT, NFORMS };
@@ -130,6 +131,9 @@ void load_stop(void);
  * --check-rules: re-measures a rules file against the built-in choice. */
 int tune(const options_t *o, buffers_t *b);
 int check_rules(const options_t *o, buffers_t *b);
+
+/* ringx_bench_churn.c */
+int churn(const options_t *o);
 
 /* Output (ringx_bench_report.c): the table on rank 0's stdout, and the CSV
  * and JSON files; report_open and report_close frame one run. */

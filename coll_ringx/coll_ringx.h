@@ -88,6 +88,7 @@ typedef struct ringx_counters {
     unsigned long long buffer_reads[RINGX_COLL_COUNT]; /* direct reads out of peers' buffers */
     unsigned long long comms_one_node;    /* communicators connected, all ranks on one node */
     unsigned long long comms_multi_node;  /* communicators connected across nodes */
+    unsigned long long comms_exchanged;   /* connections that gathered worker addresses */
 } ringx_counters_t;
 
 extern ringx_counters_t mca_coll_ringx_counters;

@@ -1,27 +1,45 @@
 /*
  * coll_ringx_connect.c - how a module gets ready to serve: the members
  * agree that every one has UCX, learn each other's worker addresses, map
- * each other's windows and agree on the mailboxes.  Three collectives of
- * the previous component, nonblocking ones, so that the connection can
- * start inside a nonblocking call and advance in Open MPI's progress
- * engine: a nonblocking call may run inside that engine (MPI_Comm_dup's
- * context-id agreement is an MPI_Iallreduce started from a progress
- * callback), where a blocking collective would never return.
+ * each other's windows and agree on the mailboxes.  Collectives of the
+ * previous component, nonblocking ones, so that the connection can start
+ * inside a nonblocking call and advance in Open MPI's progress engine: a
+ * nonblocking call may run inside that engine (MPI_Comm_dup's context-id
+ * agreement is an MPI_Iallreduce started from a progress callback), where
+ * a blocking collective would never return.
  *
  *   agree     MAX over (no UCX here, address length, window description
- *             length)
- *   gather    every member's record: its key, worker address and window
- *             description
- *   mailbox   MIN over the mailbox settings (coll_ringx_mailbox.c)
+ *             length, some member not yet known here, the mailbox
+ *             settings negated: their MIN)
+ *   gather    only when some member met a process it did not know: every
+ *             member's record (its key, worker address and window
+ *             description)
+ *   mailbox   after a gather: MIN over the mailbox settings, now that
+ *             every rank knows every peer's window (coll_ringx_mailbox.c)
+ *
+ * Peers are known process-wide (coll_ringx_ucx.c): once a communicator
+ * has connected, say MPI_COMM_WORLD, every later communicator of the same
+ * processes costs one small allreduce, not three collectives.
  */
 #include "coll_ringx.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "opal/runtime/opal_progress.h"
 
 enum { C_AGREE, C_GATHER, C_MAILBOX, C_DONE };
+
+/* The agreement's integers, all agreed by MAX. */
+enum {
+    A_NO_UCX,
+    A_ADDRESS_LEN,
+    A_DESC_LEN,
+    A_UNKNOWN_PEER,
+    A_MAILBOX,                  /* RINGX_MAILBOX_AGREE_INTS settings, negated */
+    A_INTS = A_MAILBOX + RINGX_MAILBOX_AGREE_INTS
+};
 
 typedef struct connect_header {
     uint64_t key;
@@ -34,7 +52,7 @@ struct ringx_connect {
     int rc;                         /* the first error; the rank still takes part */
     struct ompi_communicator_t *comm;
     ompi_request_t *req;            /* the previous component's collective under way */
-    int agree_local[3], agree_global[3];
+    int agree_local[A_INTS], agree_global[A_INTS];
     size_t address_bytes, desc_bytes, record;
     char *mine, *all;
     char **windows;                 /* by rank: its window mapped here, or NULL */
@@ -57,23 +75,53 @@ static void pack_record(const ringx_connect_t *c)
     }
 }
 
+/* Whether every peer of the communicator is known here already; fills
+ * m->peers and c->windows from what is known. */
+static int peers_known(mca_coll_ringx_module_t *m, ringx_connect_t *c)
+{
+    for (int r = 0; r < m->size; r++) {
+        const opal_process_name_t *name;
+        if (r == m->rank) {
+            continue;
+        }
+        name = &ompi_comm_peer_lookup(c->comm, r)->super.proc_name;
+        m->peers[r] = ringx_ucx_known_peer(ringx_ucx_key(name->jobid, name->vpid));
+        if (m->peers[r] == NULL) {
+            return 0;
+        }
+        c->windows[r] = ringx_ucx_mapped_window(m->peers[r]);
+    }
+    return 1;
+}
+
 static int post_agree(mca_coll_ringx_module_t *m, ringx_connect_t *c)
 {
     size_t address_len = 0, desc_len = 0;
+    int *local = c->agree_local;
 
     (void)ringx_ucx_local_address(&address_len);
     (void)ringx_ucx_window_desc(&desc_len);
-    c->agree_local[0] = !ringx_ucx_ready();
-    c->agree_local[1] = (int)address_len;
-    c->agree_local[2] = (int)desc_len;
-    return m->prev_iallreduce(c->agree_local, c->agree_global, 3, MPI_INT, MPI_MAX, c->comm,
+    local[A_NO_UCX] = !ringx_ucx_ready();
+    local[A_ADDRESS_LEN] = (int)address_len;
+    local[A_DESC_LEN] = (int)desc_len;
+    local[A_UNKNOWN_PEER] = !local[A_NO_UCX] && !peers_known(m, c);
+    if (!local[A_NO_UCX] && !local[A_UNKNOWN_PEER]) {
+        ringx_mailbox_agree_local(m, c->windows, c->mailbox_local);
+    }
+    for (int i = 0; i < RINGX_MAILBOX_AGREE_INTS; i++) {
+        /* a rank that cannot tell yet does not sway the MIN; its
+         * agreement is redone after the gather anyway */
+        local[A_MAILBOX + i] = local[A_NO_UCX] || local[A_UNKNOWN_PEER] ? INT_MIN
+                                                                       : -c->mailbox_local[i];
+    }
+    return m->prev_iallreduce(local, c->agree_global, A_INTS, MPI_INT, MPI_MAX, c->comm,
                               &c->req, m->prev_iallreduce_module);
 }
 
 /* After the agreement: whether ringx can serve here at all. */
 static int usable(mca_coll_ringx_module_t *m, const ringx_connect_t *c)
 {
-    int without_ucx = c->agree_global[0];
+    int without_ucx = c->agree_global[A_NO_UCX];
 
     if (!without_ucx && m->comm_id_common && m->comm_id <= RINGX_TAG_ID_MAX) {
         return 1;
@@ -89,19 +137,25 @@ static int usable(mca_coll_ringx_module_t *m, const ringx_connect_t *c)
 
 static int post_gather(mca_coll_ringx_module_t *m, ringx_connect_t *c)
 {
-    c->address_bytes = (size_t)c->agree_global[1];
-    c->desc_bytes = (size_t)c->agree_global[2];
+    c->address_bytes = (size_t)c->agree_global[A_ADDRESS_LEN];
+    c->desc_bytes = (size_t)c->agree_global[A_DESC_LEN];
     c->record = (sizeof(connect_header_t) + c->address_bytes + c->desc_bytes + 7) & ~(size_t)7;
     c->mine = calloc(1, c->record);
     c->all = malloc(c->record * (size_t)m->size);
-    c->windows = calloc((size_t)m->size, sizeof(*c->windows));
-    m->peers = calloc((size_t)m->size, sizeof(*m->peers));
-    if (c->mine == NULL || c->all == NULL || c->windows == NULL || m->peers == NULL) {
+    if (c->mine == NULL || c->all == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     pack_record(c);
     return m->prev_iallgather(c->mine, (int)c->record, MPI_BYTE, c->all, (int)c->record,
                               MPI_BYTE, c->comm, &c->req, m->prev_iallgather_module);
+}
+
+/* Without a gather: the mailbox settings came with the agreement. */
+static void take_agreed_mailbox(ringx_connect_t *c)
+{
+    for (int i = 0; i < RINGX_MAILBOX_AGREE_INTS; i++) {
+        c->mailbox_global[i] = -c->agree_global[A_MAILBOX + i];
+    }
 }
 
 /* Every peer's endpoint, and its window mapped where it can be. */
@@ -139,8 +193,6 @@ static void finish(mca_coll_ringx_module_t *m, ringx_connect_t *c)
         c->rc = ringx_mailbox_connect(m, c->comm, c->windows, c->mailbox_global);
     }
     if (c->rc != OMPI_SUCCESS) {
-        free(m->peers);
-        m->peers = NULL;
         m->state = RINGX_COMM_NO_TRANSPORT;
         RINGX_LOG(1, "%s: connecting failed (%d); the previous component serves this "
                      "communicator", c->comm->c_name, c->rc);
@@ -150,13 +202,20 @@ static void finish(mca_coll_ringx_module_t *m, ringx_connect_t *c)
     /* Read here, not at open: Open MPI sets mpi_yield_when_idle after it
      * has selected the collectives of MPI_COMM_WORLD. */
     ringx_ucx_set_yield(mca_coll_ringx_should_yield());
-    RINGX_LOG(2, "%s connected: id %u, %d ranks", c->comm->c_name, (unsigned)m->comm_id,
-              m->size);
+    RINGX_LOG(2, "%s connected: id %u, %d ranks (%s)", c->comm->c_name, (unsigned)m->comm_id,
+              m->size, c->all != NULL ? "worker addresses exchanged" : "every peer met before");
 }
 
+/* The connection is over: what it needed goes, and the peers too unless
+ * the module serves. */
 static void release(mca_coll_ringx_module_t *m)
 {
     ringx_connect_t *c = m->connect;
+
+    if (m->state != RINGX_COMM_READY) {
+        free(m->peers);
+        m->peers = NULL;
+    }
     free(c->mine);
     free(c->all);
     free(c->windows);
@@ -191,7 +250,9 @@ int ringx_connect_start(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
     OBJ_RETAIN(comm);           /* the collectives below must not outlive it */
     m->connect = c;
     m->state = RINGX_COMM_CONNECTING;
-    rc = post_agree(m, c);
+    c->windows = calloc((size_t)m->size, sizeof(*c->windows));
+    m->peers = calloc((size_t)m->size, sizeof(*m->peers));
+    rc = c->windows != NULL && m->peers != NULL ? post_agree(m, c) : OMPI_ERR_OUT_OF_RESOURCE;
     if (rc != OMPI_SUCCESS) {
         m->state = RINGX_COMM_NO_TRANSPORT;
         release(m);
@@ -215,10 +276,15 @@ int ringx_connect_progress(mca_coll_ringx_module_t *m)
         case C_AGREE:
             if (c->rc != OMPI_SUCCESS || !usable(m, c)) {
                 c->phase = C_DONE;
-                break;
+            } else if (c->agree_global[A_UNKNOWN_PEER]) {
+                ringx_count(&mca_coll_ringx_counters.comms_exchanged, 1);
+                rc = post_gather(m, c);
+                c->phase = C_GATHER;
+            } else {
+                take_agreed_mailbox(c);
+                finish(m, c);
+                c->phase = C_DONE;
             }
-            rc = post_gather(m, c);
-            c->phase = C_GATHER;
             break;
         case C_GATHER:
             c->rc = c->rc == OMPI_SUCCESS ? learn_peers(m, c) : c->rc;
@@ -234,8 +300,6 @@ int ringx_connect_progress(mca_coll_ringx_module_t *m)
     if (rc != OMPI_SUCCESS || c->phase == C_DONE) {
         if (rc != OMPI_SUCCESS) {
             m->state = RINGX_COMM_NO_TRANSPORT;
-            free(m->peers);
-            m->peers = NULL;
         } else if (m->state == RINGX_COMM_CONNECTING) {
             m->state = RINGX_COMM_NO_TRANSPORT;      /* the agreement itself failed */
             rc = c->rc;

@@ -83,17 +83,30 @@ static int register_collective(ringx_coll_t coll)
     return rc;
 }
 
+/* Counters of the process, not of a collective. */
+static const struct {
+    const char *name;
+    const char *description;
+    unsigned long long *counter;
+} process_counters[] = {
+    { "comms_one_node", "communicators ringx connected whose ranks all share a node (Open MPI's "
+      "locality): mailboxes and direct reads may serve them",
+      &mca_coll_ringx_counters.comms_one_node },
+    { "comms_multi_node", "communicators ringx connected whose ranks are on more than one node: "
+      "only message-based algorithms serve them", &mca_coll_ringx_counters.comms_multi_node },
+    { "comms_exchanged", "communicators whose connection exchanged worker addresses because some "
+      "member met a process it had not met in an earlier communicator; the others connected "
+      "with one small agreement", &mca_coll_ringx_counters.comms_exchanged },
+};
+
 int mca_coll_ringx_register_pvars(void)
 {
-    int rc = register_counter("comms_one_node",
-                              "communicators ringx connected whose ranks all share a node "
-                              "(Open MPI's locality): mailboxes and direct reads may serve them",
-                              &mca_coll_ringx_counters.comms_one_node);
-    if (rc == OMPI_SUCCESS) {
-        rc = register_counter("comms_multi_node",
-                              "communicators ringx connected whose ranks are on more than one "
-                              "node: only message-based algorithms serve them",
-                              &mca_coll_ringx_counters.comms_multi_node);
+    int rc = OMPI_SUCCESS;
+
+    for (size_t i = 0; i < sizeof(process_counters) / sizeof(process_counters[0]) &&
+                       rc == OMPI_SUCCESS; i++) {
+        rc = register_counter(process_counters[i].name, process_counters[i].description,
+                              process_counters[i].counter);
     }
     for (int coll = 0; coll < RINGX_COLL_COUNT && rc == OMPI_SUCCESS; coll++) {
         rc = register_collective((ringx_coll_t)coll);

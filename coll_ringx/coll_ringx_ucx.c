@@ -156,8 +156,11 @@ static void create_window(size_t bytes)
         }
         ucx.window_desc_len = sizeof(head) + rkey_len + cma_len;
         ucx.window = attr.address;
+        /* Not cleared here: every communicator clears its own region
+         * before its peers may write there (ringx_mailbox_agree_local), so
+         * a region's pages become resident only once a communicator uses
+         * it, not all RINGX_MAILBOX_COMMS at the start. */
         ucx.window_bytes = bytes;
-        memset(ucx.window, 0, bytes);
     }
     if (rkey != NULL) {
         ucp_rkey_buffer_release(rkey);
@@ -286,20 +289,50 @@ const void *ringx_ucx_local_address(size_t *len)
     return ucx.address;
 }
 
+uint64_t ringx_ucx_key(uint32_t jobid, uint32_t vpid)
+{
+    return ((uint64_t)jobid << 32) | vpid;
+}
+
 uint64_t ringx_ucx_local_key(void)
 {
     opal_process_name_t name = opal_proc_local_get()->proc_name;
-    return ((uint64_t)name.jobid << 32) | name.vpid;
+    return ringx_ucx_key(name.jobid, name.vpid);
+}
+
+/* The cached peer for key or NULL; with ucx.lock held. */
+static ringx_peer_t *cached_peer(uint64_t key)
+{
+    void *found = NULL;
+
+    if (opal_hash_table_get_value_uint64(&ucx.peers_by_key, key, &found) != OPAL_SUCCESS) {
+        return NULL;
+    }
+    return found;
+}
+
+ringx_peer_t *ringx_ucx_known_peer(uint64_t key)
+{
+    ringx_peer_t *peer;
+
+    pthread_mutex_lock(&ucx.lock);
+    peer = cached_peer(key);
+    pthread_mutex_unlock(&ucx.lock);
+    return peer;
+}
+
+char *ringx_ucx_mapped_window(const ringx_peer_t *peer)
+{
+    return peer->window;
 }
 
 ringx_peer_t *ringx_ucx_peer(uint64_t key, const void *address, size_t len)
 {
-    void *found = NULL;
-    ringx_peer_t *peer = NULL;
+    ringx_peer_t *peer;
 
     pthread_mutex_lock(&ucx.lock);
-    if (opal_hash_table_get_value_uint64(&ucx.peers_by_key, key, &found) == OPAL_SUCCESS) {
-        peer = found;
+    if ((peer = cached_peer(key)) != NULL) {
+        /* learnt through an earlier communicator */
     } else if ((peer = calloc(1, sizeof(*peer))) != NULL &&
                (peer->address = malloc(len)) != NULL) {
         memcpy(peer->address, address, len);

@@ -35,11 +35,22 @@ void ringx_ucx_stop(void);
 const void *ringx_ucx_local_address(size_t *len);
 uint64_t ringx_ucx_local_key(void);
 
+/* The key that names a process: its Open MPI job id and its rank there. */
+uint64_t ringx_ucx_key(uint32_t jobid, uint32_t vpid);
+
 /* The cached peer for key, created from its worker address on first sight. */
 ringx_peer_t *ringx_ucx_peer(uint64_t key, const void *address, size_t len);
 
-/* The window: zeroed memory of this process that peers on the same node
- * read and write directly once they have mapped it; NULL (and *bytes 0)
+/* The cached peer for key; NULL if no communicator has connected this
+ * process to it yet. */
+ringx_peer_t *ringx_ucx_known_peer(uint64_t key);
+
+/* Where peer's window is mapped here (ringx_ucx_peer_window), or NULL. */
+char *ringx_ucx_mapped_window(const ringx_peer_t *peer);
+
+/* The window: memory of this process that peers on the same node read
+ * and write directly once they have mapped it (not cleared: each user
+ * clears its part before use); NULL (and *bytes 0)
  * if UCX could not allocate one. */
 void *ringx_ucx_window(size_t *bytes);
 
