@@ -126,6 +126,21 @@ static size_t whole_limit(const mca_coll_ringx_module_t *m)
     return mca_coll_ringx_should_yield() && shared > limit ? shared : limit;
 }
 
+/* Cleared before the agreement lets any peer write to the region: a
+ * communicator freed earlier may have used it, and its flags would read
+ * as calls of this one.  Only what is read as a flag: the exposure record
+ * and the first cache line of every slot (a slot's flag; an outbox's
+ * flags), not the data, which a reader takes only after its flag.  A
+ * communicator used once stores 2.4 KiB here, not its whole region (130
+ * KiB with the default coll_ringx_mailbox_bytes). */
+static void clear_flags(char *region, size_t bytes)
+{
+    memset(region, 0, RINGX_DIRECT_RECORD_BYTES);
+    for (size_t i = 0; bytes > 0 && i < 2 * RINGX_MAILBOX_STEPS; i++) {
+        memset(region + RINGX_DIRECT_RECORD_BYTES + i * slot_stride(bytes), 0, CACHE_LINE);
+    }
+}
+
 void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
                                int local[RINGX_MAILBOX_AGREE_INTS])
 {
@@ -136,9 +151,7 @@ void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
 
     m->mailbox.local = NULL;
     if (ok) {
-        /* Cleared before the agreement lets any peer write to it: a
-         * communicator freed earlier may have used the same region. */
-        memset(region_of(window, m->comm_id, bytes), 0, region_bytes(bytes));
+        clear_flags(region_of(window, m->comm_id, bytes), bytes);
     }
     local[0] = ok;
     local[1] = (int)bytes;
