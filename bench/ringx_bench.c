@@ -48,6 +48,7 @@ static const op_desc_t ops[] = {
 
 int rank, nprocs;
 MPI_Comm stock_comm, ringx_comm;
+node_layout_t node_layout;
 
 /* ------------------------------------------------------------ options */
 
@@ -808,6 +809,40 @@ static const char *make_communicators(void)
     return NULL;
 }
 
+/* The nodes are Open MPI's (MPI_COMM_TYPE_SHARED), the same locality
+ * ringx goes by. */
+static void find_node_layout(void)
+{
+    MPI_Comm node;
+    int here, local_rank, first, fewest, most;
+
+    MPI_Comm_split_type(stock_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &here);
+    MPI_Comm_rank(node, &local_rank);
+    MPI_Comm_free(&node);
+    first = local_rank == 0;
+    MPI_Allreduce(&first, &node_layout.nodes, 1, MPI_INT, MPI_SUM, stock_comm);
+    MPI_Allreduce(&here, &fewest, 1, MPI_INT, MPI_MIN, stock_comm);
+    MPI_Allreduce(&here, &most, 1, MPI_INT, MPI_MAX, stock_comm);
+    node_layout.min_ranks = fewest;
+    node_layout.max_ranks = most;
+}
+
+const char *node_layout_text(void)
+{
+    static char text[64];
+    const node_layout_t *l = &node_layout;
+
+    if (l->min_ranks == l->max_ranks) {
+        snprintf(text, sizeof(text), "%d node%s, %d rank%s per node", l->nodes,
+                 l->nodes > 1 ? "s" : "", l->min_ranks, l->min_ranks > 1 ? "s" : "");
+    } else {
+        snprintf(text, sizeof(text), "%d nodes, %d to %d ranks per node", l->nodes,
+                 l->min_ranks, l->max_ranks);
+    }
+    return text;
+}
+
 static int cuda_aware_mpi(void)
 {
 #if defined(MPIX_CUDA_AWARE_SUPPORT)
@@ -938,6 +973,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+    find_node_layout();
     failures = o.churn ? churn(&o) : with_buffers(&o);
     MPI_Comm_free(&ringx_comm);
     MPI_Comm_free(&stock_comm);

@@ -102,6 +102,14 @@ const char *memory_label(const options_t *o, const buffers_t *b);
 extern int rank, nprocs;
 extern MPI_Comm stock_comm, ringx_comm;
 
+/* How the ranks sit on nodes, as Open MPI places them. */
+typedef struct node_layout {
+    int nodes, min_ranks, max_ranks;
+} node_layout_t;
+extern node_layout_t node_layout;
+/* One line for the headers: "2 nodes, 2 ranks per node". */
+const char *node_layout_text(void);
+
 /* The sizes of the sweep, for coll: the first point, then the next one
  * (0 when there is none). */
 point_t first_point(const options_t *o, int coll);

@@ -123,10 +123,10 @@ int churn(const options_t *o)
     (void)time_side(SIDE_STOCK, 10, &wrong);
     rss_start = rss_mib();
     if (rank == 0) {
-        printf("# ringx churn: np=%d; an iteration: MPI_Comm_dup or MPI_Comm_split (alternately), "
+        printf("# ringx churn: np=%d (%s); an iteration: MPI_Comm_dup or MPI_Comm_split (alternately), "
                "one MPI_Allreduce of 1 int, MPI_Comm_free; us per iteration, median [min-max] of "
                "%d interleaved rounds of %d iterations (max over ranks)\n",
-               nprocs, o->rounds, n);
+               nprocs, node_layout_text(), o->rounds, n);
     }
     for (int r = 0; r < o->rounds; r++) {
         for (int side = 0; side < NSIDES; side++) {

@@ -46,8 +46,8 @@ static const char *mem_name(const options_t *o)
 
 static void print_header(const options_t *o, const buffers_t *b)
 {
-    printf("# ringx vs stock Open MPI collectives: np=%d, %s %s, %s, %s, %s calls\n", nprocs,
-           o->dtype->name, o->op->name, memory_label(o, b),
+    printf("# ringx vs stock Open MPI collectives: np=%d (%s), %s %s, %s, %s, %s calls\n",
+           nprocs, node_layout_text(), o->dtype->name, o->op->name, memory_label(o, b),
            o->in_place ? "in place" : "out of place", form_names[o->form]);
     if (o->load > 0) {
         printf("# with %d busy process%s per node competing for the cores\n", o->load,
@@ -98,12 +98,14 @@ int report_open(const options_t *o, const buffers_t *b)
         strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
         fprintf(json,
                 "{\n  \"benchmark\": \"ringx_bench\",\n  \"date\": \"%s\",\n"
-                "  \"open_mpi\": \"%d.%d.%d\",\n  \"np\": %d,\n  \"dtype\": \"%s\",\n"
+                "  \"open_mpi\": \"%d.%d.%d\",\n  \"np\": %d,\n  \"nodes\": %d,\n"
+                "  \"ranks_per_node_min\": %d,\n  \"ranks_per_node_max\": %d,\n"
+                "  \"dtype\": \"%s\",\n"
                 "  \"op\": \"%s\",\n  \"mem\": \"%s\",\n  \"in_place\": %s,\n"
                 "  \"form\": \"%s\",\n  \"load\": %d,\n  \"timing\": \"%s\",\n"
                 "  \"rounds\": %d,\n  \"noise_threshold\": %.3f,\n  \"results\": [",
                 stamp, OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION, nprocs,
-                o->dtype->name, o->op->name, mem_name(o), o->in_place ? "true" : "false",
+                node_layout.nodes, node_layout.min_ranks, node_layout.max_ranks, o->dtype->name, o->op->name, mem_name(o), o->in_place ? "true" : "false",
                 form_names[o->form], o->load, timing_names[o->timing], o->rounds, o->noise);
     }
     print_header(o, b);

@@ -16,6 +16,9 @@
 #                         either (for benchmarks over the shaped links;
 #                         default "shared": what namespaces alone give)
 #   hosts.sh down DIR     removes what "up" made (also after a failed "up")
+#   hosts.sh link DIR I up|down
+#                         takes host I's link (1..N) down or up again, as a
+#                         pulled cable would
 #   RINGX_TEST_HOSTS=0    "up" only says SKIP (the Debian 13 chroot's suite)
 #
 # Only the namespaces, veth pairs and bridge made here are touched; their
@@ -28,7 +31,7 @@ set -u
 cmd=${1:-}
 dir=${2:-}
 if [ -z "$cmd" ] || [ -z "$dir" ]; then
-    echo "usage: $0 up DIR N | down DIR" >&2
+    echo "usage: $0 up DIR N | down DIR | link DIR I up|down" >&2
     exit 2
 fi
 
@@ -47,6 +50,13 @@ down() {
 if [ "$cmd" = down ]; then
     down
     exit 0
+fi
+if [ "$cmd" = link ]; then
+    host=$(sed -n "${3:-0}p" "$dir/hostfile" 2>/dev/null)
+    case ${4:-} in up | down) ;; *) host= ;; esac
+    [ -n "$host" ] || { echo "usage: $0 link DIR I up|down (I: a host of DIR)" >&2; exit 2; }
+    # the bridge's end of the host's veth pair (named in "up")
+    exec ip link set "rxv${host#rx}" "$4"
 fi
 [ "$cmd" = up ] || { echo "$0: unknown command $cmd" >&2; exit 2; }
 n=${3:-2}

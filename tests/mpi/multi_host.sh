@@ -10,9 +10,15 @@
 #     must be served by the ring instead (--expect-alg: the pvars), with
 #     correct results (ringx_correctness --quick);
 #   * 3 hosts with 2, 1 and 1 ranks (uneven), default choice: correct,
-#     served by ringx, layout "1 to 2 per node".
-#   multi_host.sh   (RINGX_TEST_BINDIR: the test programs; RINGX_COMPONENT_DIR
-#                    as for run_mpi_test.sh)
+#     served by ringx, layout "1 to 2 per node";
+#   * the benchmark across 2 hosts: it prints the node layout;
+#   * faults, on 2 hosts with private memory (every byte between them over
+#     the network): one host's link down for 4 s in the middle of a
+#     benchmark run, and a rank killed in the middle of one; each run must
+#     end within a bound with every result right or with an error, never a
+#     wrong result or a hang.
+#   multi_host.sh   (RINGX_TEST_BINDIR: the test programs; RINGX_BENCH: the
+#                    benchmark; RINGX_COMPONENT_DIR as for run_mpi_test.sh)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bindir=${RINGX_TEST_BINDIR:-.}
@@ -21,6 +27,7 @@ hosts="$here/../hosts/hosts.sh"
 cleanup() {
     "$hosts" down "$work/h2" >/dev/null 2>&1
     "$hosts" down "$work/h3" >/dev/null 2>&1
+    "$hosts" down "$work/hp" >/dev/null 2>&1
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -38,6 +45,9 @@ fi
 "$hosts" up "$work/h3" 3 >"$work/up3.out" 2>&1 ||
     { echo "FAIL: could not make the test hosts"; cat "$work/up3.out"; exit 1; }
 cat "$work/up2.out" "$work/up3.out"
+"$hosts" up "$work/hp" 2 - private >"$work/upp.out" 2>&1 ||
+    { echo "FAIL: could not make the test hosts"; cat "$work/upp.out"; exit 1; }
+cat "$work/upp.out"
 
 # slots per host: HOSTS_DIR SLOTS... -> a hostfile
 hostfile() {
@@ -86,12 +96,66 @@ expect uneven "0 failures" "wrong results or calls not served by ringx"
 expect uneven "MPI_COMM_WORLD: 4 ranks on several nodes, 1 to 2 per node" \
     "no uneven node layout in the verbose log"
 
+bench=${RINGX_BENCH:-$bindir/../../bench/ringx_bench}
+run bench 4 "$two" "" "$bench" --max-bytes 4K --time 0.01 --rounds 2
+expect bench "^# ringx vs stock Open MPI collectives: np=4 (2 nodes, 2 ranks per node)" \
+    "the benchmark does not print the node layout"
+expect bench "^# all results validated" "the benchmark's results are wrong or not served by ringx"
+
+# A fault 3 s into a benchmark run on the private hosts (ACTION: a command).
+# The run must end within BOUND seconds (not by mpirun's time limit), its
+# table with no wrong result; it may end with an error.
+fault() { # NAME BOUND ACTION...
+    name=$1 bound=$2
+    shift 2
+    start=$(date +%s)
+    RINGX_MPIRUN_ARGS="$private" RINGX_MPI_TIMEOUT=$bound "$here/run_mpi_test.sh" 4 "$bench" \
+        --max-bytes 256K --time 0.05 --rounds 2 --json "$work/$name.json" >"$work/$name.out" 2>&1 &
+    job=$!
+    sleep 3
+    "$@" || { echo "FAIL: $name: could not make the fault"; fail=1; }
+    wait "$job"
+    status=$?
+    took=$(($(date +%s) - start))
+    if grep -q "time limit" "$work/$name.out" || [ "$took" -ge "$bound" ]; then
+        echo "FAIL: $name: the run did not end within $bound s"
+        fail=1
+    elif grep -q "FAIL(" "$work/$name.out"; then
+        echo "FAIL: $name: wrong results"
+        fail=1
+    else
+        echo "multi_host: $name: ended in $took s, exit $status" \
+            "($(grep -q '^# all results validated' "$work/$name.out" && echo 'every result right' ||
+                echo 'an error'))"
+    fi
+}
+
+link_down() {
+    "$hosts" link "$work/hp" 2 down && sleep 4 && "$hosts" link "$work/hp" 2 up
+}
+
+kill_rank() {
+    victim=
+    for p in $(pgrep -f "$work/kill.json"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ringx_bench ] && victim=$p
+    done
+    [ -n "$victim" ] && kill -9 "$victim"
+}
+
+private=$(hostfile "$work/hp" 2 2)
+fault link 180 link_down
+expect link "^# all results validated" "a link down for 4 s: the run did not recover"
+fault kill 90 kill_rank
+grep -q "^# all results validated" "$work/kill.out" &&
+    { echo "FAIL: kill: the run went on as if no rank had been killed"; fail=1; }
+
 if [ "$fail" -ne 0 ]; then
-    for f in layout forced uneven; do
+    for f in layout forced uneven bench link kill; do
         echo "--- $f"
         tail -40 "$work/$f.out"
     done
     exit 1
 fi
 echo "PASS: across 2 and 3 test hosts (uneven too): node layout from Open MPI's locality," \
-    "no direct reads across hosts even when forced, results correct and served by ringx"
+    "no direct reads across hosts even when forced, results correct and served by ringx;" \
+    "the benchmark's layout; a link down and a killed rank: no hang, no wrong result"
