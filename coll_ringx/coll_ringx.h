@@ -89,6 +89,8 @@ typedef struct ringx_counters {
     unsigned long long comms_one_node;    /* communicators connected, all ranks on one node */
     unsigned long long comms_multi_node;  /* communicators connected across nodes */
     unsigned long long comms_exchanged;   /* connections that gathered worker addresses */
+    unsigned long long comms_hierarchical; /* across nodes, laid out for the hierarchical algorithms */
+    unsigned long long comms_uneven;      /* across nodes with different rank counts per node */
 } ringx_counters_t;
 
 extern ringx_counters_t mca_coll_ringx_counters;
@@ -148,6 +150,19 @@ typedef struct ringx_mailbox {
     int single_copy;            /* this rank reads every peer with single copies */
 } ringx_mailbox_t;
 
+/* The nodes of a communicator laid out for the hierarchical algorithms
+ * (coll_ringx_nodes.c): nnodes nodes (Open MPI's locality and hostnames)
+ * of node_ranks ranks each, the same view on every rank (agreed at
+ * connect).  nnodes 0: no such layout (one node, uneven nodes, one rank
+ * per node, too many ranks for the schedules, or no agreement). */
+typedef struct ringx_nodes {
+    int nnodes;
+    int node_ranks;
+    int node, local;            /* this rank's node and its place there */
+    int *rank_at;               /* [node * node_ranks + local]: the rank there */
+    int hash;                   /* of the layout seen here, for the agreement */
+} ringx_nodes_t;
+
 typedef struct mca_coll_ringx_module_t {
     mca_coll_base_module_t super;
 
@@ -188,6 +203,7 @@ typedef struct mca_coll_ringx_module_t {
     ringx_mailbox_t mailbox;              /* small messages on this node */
     int node_ranks_min, node_ranks_max;   /* ranks per node over the communicator's nodes
                                            * (Open MPI's locality), agreed at connect */
+    ringx_nodes_t nodes;                  /* for the hierarchical algorithms */
     uint64_t direct_calls;                /* calls that read peers' buffers directly */
     uint32_t direct_next;                 /* number of the next call with direct reads */
     uint32_t direct_done;                 /* calls with direct reads over here */
@@ -430,8 +446,33 @@ int ringx_request_serve(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
 void ringx_requests_watch(mca_coll_ringx_module_t *m);
 void ringx_requests_connected(mca_coll_ringx_module_t *m);
 
+/* After a call whose messages may still be inside UCX (coll_ringx_ucx.h,
+ * ringx_ucx_flush_behind): has Open MPI's progress engine drive the worker
+ * until they have left. */
+void ringx_requests_flush_behind(void);
+
 /* Drops ringx's progress callback (component close). */
 void ringx_requests_close(void);
+
+/* ---------------------------------------------------------------- nodes */
+
+/* Which node each rank of m is on, as this rank sees it (before the
+ * connection's agreement; sets m->nodes.hash), then the layout kept or
+ * dropped once every rank's hash is known (agreed: all the same), logged
+ * and counted; release frees it (module destruction). */
+void ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
+void ringx_nodes_agreed(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm, int agreed);
+void ringx_nodes_release(mca_coll_ringx_module_t *m);
+
+/* Where m's ranks are, for the choice of algorithm: direct reads where
+ * they may serve the call (direct_ok and one node), the hierarchical
+ * algorithms where the nodes are laid out for them. */
+int ringx_layout_of(const mca_coll_ringx_module_t *m, int direct_ok);
+
+/* The hierarchical algorithms' builders (coll_ringx_hierarchical.c). */
+int ringx_hier_build_allreduce(ringx_call_t *c, ringx_alg_t alg);
+int ringx_hier_build_allgather(ringx_call_t *c, ringx_alg_t alg);
+int ringx_hier_build_reduce_scatter_block(ringx_call_t *c, ringx_alg_t alg);
 
 /* ------------------------------------------------------------ mailboxes */
 

@@ -85,10 +85,11 @@ size_t ringx_call_bytes(const ringx_call_t *c)
     return c->coll == RINGX_COLL_ALLREDUCE ? bytes : bytes * (size_t)c->m->size;
 }
 
-static ringx_decision_t decision(const ringx_call_t *c, int shared_memory)
+/* direct_ok: direct reads may serve the call, where the ranks share a node */
+static ringx_decision_t decision(const ringx_call_t *c, int direct_ok)
 {
     return ringx_decide(c->coll, mca_coll_ringx_component.algorithm[c->coll], ringx_call_bytes(c),
-                        c->m->size, shared_memory);
+                        c->m->size, ringx_layout_of(c->m, direct_ok));
 }
 
 static void record_choice(const ringx_call_t *c, ringx_decision_t d)
@@ -119,7 +120,7 @@ static const char declined_why[] = "direct reads declined (some rank's buffers a
 /* A declined call is counted only under the algorithm that then serves it. */
 static int choose_and_run(ringx_call_t *c)
 {
-    ringx_decision_t d = decision(c, ringx_direct_possible(c->m));
+    ringx_decision_t d = decision(c, 1);
     int rc = RINGX_DIRECT_DECLINED;
 
     if (ringx_call_bytes(c) == 0) {

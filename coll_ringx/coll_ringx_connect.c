@@ -9,8 +9,9 @@
  * a blocking collective would never return.
  *
  *   agree     MAX over (no UCX here, address length, window description
- *             length, some member not yet known here, the mailbox
- *             settings negated: their MIN)
+ *             length, some member not yet known here, the node layout's
+ *             hash and its negation: all the same?, the mailbox settings
+ *             negated: their MIN)
  *   gather    only when some member met a process it did not know: every
  *             member's record (its key, worker address and window
  *             description)
@@ -37,6 +38,8 @@ enum {
     A_ADDRESS_LEN,
     A_DESC_LEN,
     A_UNKNOWN_PEER,
+    A_LAYOUT,                   /* the node layout's hash, and negated: their MIN */
+    A_LAYOUT_NEG,
     A_MAILBOX,                  /* RINGX_MAILBOX_AGREE_INTS settings, negated */
     A_INTS = A_MAILBOX + RINGX_MAILBOX_AGREE_INTS
 };
@@ -105,6 +108,9 @@ static int post_agree(mca_coll_ringx_module_t *m, ringx_connect_t *c)
     local[A_ADDRESS_LEN] = (int)address_len;
     local[A_DESC_LEN] = (int)desc_len;
     local[A_UNKNOWN_PEER] = !local[A_NO_UCX] && !peers_known(m, c);
+    ringx_nodes_observe(m, c->comm);
+    local[A_LAYOUT] = m->nodes.hash;
+    local[A_LAYOUT_NEG] = -m->nodes.hash;
     if (!local[A_NO_UCX] && !local[A_UNKNOWN_PEER]) {
         ringx_mailbox_agree_local(m, c->windows, c->mailbox_local);
     }
@@ -198,6 +204,7 @@ static void finish(mca_coll_ringx_module_t *m, ringx_connect_t *c)
                      "communicator", c->comm->c_name, c->rc);
         return;
     }
+    ringx_nodes_agreed(m, c->comm, c->agree_global[A_LAYOUT] == -c->agree_global[A_LAYOUT_NEG]);
     m->state = RINGX_COMM_READY;
     /* Read here, not at open: Open MPI sets mpi_yield_when_idle after it
      * has selected the collectives of MPI_COMM_WORLD. */
@@ -215,6 +222,7 @@ static void release(mca_coll_ringx_module_t *m)
     if (m->state != RINGX_COMM_READY) {
         free(m->peers);
         m->peers = NULL;
+        ringx_nodes_release(m);
     }
     free(c->mine);
     free(c->all);

@@ -23,7 +23,7 @@ static const char *const coll_mpi_names[RINGX_COLL_COUNT] = {
 
 static const char *const alg_names[RINGX_ALG_COUNT] = {
     "auto", "ring", "recursive_doubling", "rabenseifner", "bruck", "recursive_halving",
-    "neighbor_exchange", "direct_read"
+    "neighbor_exchange", "direct_read", "hierarchical"
 };
 
 static const char *const fallback_names[RINGX_FALLBACK_COUNT] = {
@@ -33,12 +33,13 @@ static const char *const fallback_names[RINGX_FALLBACK_COUNT] = {
 /* Which algorithms each collective has (bit per ringx_alg_t). */
 static const unsigned algs_of[RINGX_COLL_COUNT] = {
     [RINGX_COLL_ALLREDUCE] = 1u << RINGX_ALG_RING | 1u << RINGX_ALG_RECURSIVE_DOUBLING |
-                             1u << RINGX_ALG_RABENSEIFNER | 1u << RINGX_ALG_DIRECT_READ,
+                             1u << RINGX_ALG_RABENSEIFNER | 1u << RINGX_ALG_DIRECT_READ |
+                             1u << RINGX_ALG_HIERARCHICAL,
     [RINGX_COLL_ALLGATHER] = 1u << RINGX_ALG_RING | 1u << RINGX_ALG_RECURSIVE_DOUBLING |
                              1u << RINGX_ALG_BRUCK | 1u << RINGX_ALG_NEIGHBOR_EXCHANGE |
-                             1u << RINGX_ALG_DIRECT_READ,
+                             1u << RINGX_ALG_DIRECT_READ | 1u << RINGX_ALG_HIERARCHICAL,
     [RINGX_COLL_REDUCE_SCATTER_BLOCK] = 1u << RINGX_ALG_RING | 1u << RINGX_ALG_RECURSIVE_HALVING |
-                                        1u << RINGX_ALG_DIRECT_READ,
+                                        1u << RINGX_ALG_DIRECT_READ | 1u << RINGX_ALG_HIERARCHICAL,
 };
 
 /*
@@ -73,16 +74,34 @@ static const unsigned algs_of[RINGX_COLL_COUNT] = {
  * and 6, 384 KiB - 3 MiB: 1.2-1.8 times as fast as folded halving).  These
  * were measured with the ranks on one node and direct reads off.
  *
+ * Across nodes with as many ranks (2 or more) on each, the hierarchical
+ * algorithms above the latency-bound sizes (above 8 KiB for allreduce,
+ * 16 KiB for the others).  On test hosts of this project (network
+ * namespaces, links shaped to 1 Gbit/s by tbf, UCX over TCP between
+ * hosts), 2 hosts x 2 ranks, against the stock collectives: allreduce
+ * 16 KiB - 1 MiB 0.9-1.3x where Rabenseifner gave 0.5-1.2x (its first
+ * halving step crosses the nodes with half the buffer), 2-8 MiB
+ * 1.2-1.5x against 0.6-0.75x; allgather 16 KiB - 8 MiB 1.4-3.4x against
+ * recursive doubling's 0.9-1.5x; reduce_scatter_block 64 KiB - 8 MiB
+ * 2.1-5.5x against recursive halving and the ring's 1.0-3.6x.  At 3 hosts
+ * x 2 ranks: allreduce 64 KiB - 4 MiB 1.05-1.8x against 0.7-1.5x,
+ * allgather from 64 KiB 1.9-2.3x against 1.1-2.4x, reduce_scatter_block
+ * from 64 KiB 1.2-5.5x against 0.9-4.7x.  Below those sizes the flat
+ * log(p) algorithms were as fast or faster (allreduce 32 B - 1 KiB at 2
+ * x 2: 1.4-1.5x against 0.9-1.0x).
+ *
  * One run per algorithm, forced through the MCA variables.  Machines
  * differ: a rules file measured on the machine replaces these.
  */
 static const char *const builtin_defaults[RINGX_COLL_COUNT] = {
-    [RINGX_COLL_ALLREDUCE] = "8K:direct_read|recursive_doubling,1M:direct_read|rabenseifner,"
-                             "direct_read|rabenseifner|ring",
+    [RINGX_COLL_ALLREDUCE] = "8K:direct_read|recursive_doubling,"
+                             "1M:direct_read|hierarchical|rabenseifner,"
+                             "direct_read|hierarchical|rabenseifner|ring",
     [RINGX_COLL_ALLGATHER] = "16K:direct_read|recursive_doubling,"
-                             "direct_read|recursive_doubling|neighbor_exchange",
+                             "direct_read|hierarchical|recursive_doubling|neighbor_exchange",
     [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "16K:direct_read|recursive_halving,"
-                                        "2M:direct_read|recursive_halving|ring,direct_read|ring",
+                                        "2M:direct_read|hierarchical|recursive_halving|ring,"
+                                        "direct_read|hierarchical|ring",
 };
 
 #define MAX_DEFAULTS 8
@@ -155,14 +174,17 @@ int ringx_alg_valid(ringx_coll_t coll, ringx_alg_t alg)
     return alg == RINGX_ALG_AUTO || (algs_of[coll] >> alg & 1u);
 }
 
-int ringx_alg_runs_on(ringx_coll_t coll, ringx_alg_t alg, int comm_size, int shared_memory)
+int ringx_alg_runs_on(ringx_coll_t coll, ringx_alg_t alg, int comm_size, int layout)
 {
     int pof2 = comm_size > 0 && (comm_size & (comm_size - 1)) == 0;
     if (!ringx_alg_valid(coll, alg) || alg == RINGX_ALG_AUTO) {
         return 0;
     }
     if (alg == RINGX_ALG_DIRECT_READ) {
-        return shared_memory;
+        return layout == RINGX_LAYOUT_ONE_NODE;
+    }
+    if (alg == RINGX_ALG_HIERARCHICAL) {
+        return layout == RINGX_LAYOUT_NODES;
     }
     if (alg == RINGX_ALG_NEIGHBOR_EXCHANGE) {
         return comm_size % 2 == 0 && comm_size <= RINGX_NEIGHBOR_EXCHANGE_MAX_RANKS;
@@ -170,12 +192,12 @@ int ringx_alg_runs_on(ringx_coll_t coll, ringx_alg_t alg, int comm_size, int sha
     return !(coll == RINGX_COLL_ALLGATHER && alg == RINGX_ALG_RECURSIVE_DOUBLING) || pof2;
 }
 
-int ringx_alg_fits(ringx_coll_t coll, ringx_alg_t alg, int comm_size, int shared_memory)
+int ringx_alg_fits(ringx_coll_t coll, ringx_alg_t alg, int comm_size, int layout)
 {
     int pof2 = comm_size > 0 && (comm_size & (comm_size - 1)) == 0;
     int folds = alg == RINGX_ALG_RECURSIVE_DOUBLING || alg == RINGX_ALG_RABENSEIFNER ||
                 alg == RINGX_ALG_RECURSIVE_HALVING;
-    return ringx_alg_runs_on(coll, alg, comm_size, shared_memory) && (!folds || pof2);
+    return ringx_alg_runs_on(coll, alg, comm_size, layout) && (!folds || pof2);
 }
 
 /* ---------------------------------------------------------------- parsing */
@@ -385,9 +407,9 @@ int ringx_rules_load(const char *path, char *err, size_t errlen)
 
 /* What runs instead of an algorithm that cannot run here. */
 static ringx_alg_t substitute(ringx_coll_t coll, ringx_alg_t alg, int comm_size,
-                              int shared_memory)
+                              int layout)
 {
-    if (ringx_alg_runs_on(coll, alg, comm_size, shared_memory)) {
+    if (ringx_alg_runs_on(coll, alg, comm_size, layout)) {
         return alg;
     }
     /* Bruck for the latency-bound allgather, the ring for the rest
@@ -397,10 +419,10 @@ static ringx_alg_t substitute(ringx_coll_t coll, ringx_alg_t alg, int comm_size,
 }
 
 static ringx_alg_t alternative(const default_entry_t *e, ringx_coll_t coll, int comm_size,
-                               int shared_memory)
+                               int layout)
 {
     for (int i = 0; i + 1 < e->nalgs; i++) {
-        if (ringx_alg_fits(coll, e->algs[i], comm_size, shared_memory)) {
+        if (ringx_alg_fits(coll, e->algs[i], comm_size, layout)) {
             return e->algs[i];
         }
     }
@@ -422,20 +444,20 @@ static const ringx_rule_t *file_rule(ringx_coll_t coll, size_t bytes, int comm_s
 }
 
 ringx_decision_t ringx_decide(ringx_coll_t coll, ringx_alg_t forced, size_t bytes,
-                              int comm_size, int shared_memory)
+                              int comm_size, int layout)
 {
     ringx_decision_t d = { RINGX_ALG_RING, "default" };
     const ringx_rule_t *rule;
 
     ensure_initialised();
     if (forced != RINGX_ALG_AUTO && ringx_alg_valid(coll, forced)) {
-        d.alg = substitute(coll, forced, comm_size, shared_memory);
+        d.alg = substitute(coll, forced, comm_size, layout);
         d.why = d.alg == forced ? "forced by MCA variable"
                                 : "forced algorithm cannot run on this communicator";
         return d;
     }
     if ((rule = file_rule(coll, bytes, comm_size)) != NULL) {
-        d.alg = substitute(coll, rule->alg, comm_size, shared_memory);
+        d.alg = substitute(coll, rule->alg, comm_size, layout);
         d.why = "rules file";
         return d;
     }
@@ -443,8 +465,8 @@ ringx_decision_t ringx_decide(ringx_coll_t coll, ringx_alg_t forced, size_t byte
         if (bytes <= table.defaults[coll][i].max_bytes) {
             d.alg = substitute(coll,
                                alternative(&table.defaults[coll][i], coll, comm_size,
-                                           shared_memory),
-                               comm_size, shared_memory);
+                                           layout),
+                               comm_size, layout);
             d.why = i + 1 < table.ndefaults[coll] ? "default: below the size threshold"
                                                   : "default: above every size threshold";
             break;

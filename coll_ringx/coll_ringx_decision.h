@@ -24,7 +24,8 @@ typedef enum ringx_alg {
     RINGX_ALG_BRUCK,                /* allgather */
     RINGX_ALG_RECURSIVE_HALVING,    /* reduce_scatter_block */
     RINGX_ALG_NEIGHBOR_EXCHANGE,    /* allgather (even rank counts) */
-    RINGX_ALG_DIRECT_READ,          /* allgather, reduce_scatter_block (one node) */
+    RINGX_ALG_DIRECT_READ,          /* every collective (one node) */
+    RINGX_ALG_HIERARCHICAL,         /* every collective (several nodes, as many ranks on each) */
     RINGX_ALG_COUNT
 } ringx_alg_t;
 
@@ -54,15 +55,23 @@ ringx_alg_t ringx_alg_by_name(const char *name);
 /* Whether alg is an algorithm of coll (AUTO is valid for every collective). */
 int ringx_alg_valid(ringx_coll_t coll, ringx_alg_t alg);
 
-/* Whether alg can run on comm_size ranks (recursive doubling allgather
- * needs a power of two; direct reads need shared_memory: every rank maps
- * every other's window). */
-int ringx_alg_runs_on(ringx_coll_t coll, ringx_alg_t alg, int comm_size, int shared_memory);
+/* Where a communicator's ranks are, as the choice sees it. */
+typedef enum ringx_layout_kind {
+    RINGX_LAYOUT_FLAT,          /* message-based algorithms only */
+    RINGX_LAYOUT_ONE_NODE,      /* every rank maps every other's window: direct reads */
+    RINGX_LAYOUT_NODES          /* several nodes, as many ranks (2 or more) on each:
+                                 * the hierarchical algorithms */
+} ringx_layout_kind_t;
+
+/* Whether alg can run on comm_size ranks laid out as layout (recursive
+ * doubling allgather needs a power of two, direct reads one node, the
+ * hierarchical algorithms several even nodes). */
+int ringx_alg_runs_on(ringx_coll_t coll, ringx_alg_t alg, int comm_size, int layout);
 
 /* Whether alg runs on comm_size ranks without folding the ranks beyond a
  * power of two into partners (recursive doubling and halving, Rabenseifner
  * fold on other counts; the thresholds' "a|b" picks a only where it fits). */
-int ringx_alg_fits(ringx_coll_t coll, ringx_alg_t alg, int comm_size, int shared_memory);
+int ringx_alg_fits(ringx_coll_t coll, ringx_alg_t alg, int comm_size, int layout);
 
 /*
  * Rules: "for coll on np_min..np_max ranks, buffers up to max_bytes use
@@ -113,11 +122,11 @@ typedef struct ringx_decision {
 /*
  * The algorithm for one call: forced is the collective's algorithm MCA
  * variable (RINGX_ALG_AUTO unless the user set it), bytes the size of the
- * whole buffer, comm_size the number of ranks, shared_memory as for
+ * whole buffer, comm_size the number of ranks, layout as for
  * ringx_alg_runs_on.  Forced first (when it can run), then the rules file,
  * then the defaults.
  */
 ringx_decision_t ringx_decide(ringx_coll_t coll, ringx_alg_t forced, size_t bytes,
-                              int comm_size, int shared_memory);
+                              int comm_size, int layout);
 
 #endif /* COLL_RINGX_DECISION_H */

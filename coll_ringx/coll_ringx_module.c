@@ -47,6 +47,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->peers = NULL;
     memset(&m->mailbox, 0, sizeof(m->mailbox));
     m->node_ranks_min = m->node_ranks_max = 0;
+    memset(&m->nodes, 0, sizeof(m->nodes));
     m->direct_calls = 0;
     m->direct_next = m->direct_done = 0;
     m->nparked = 0;
@@ -86,6 +87,7 @@ static void release_state(mca_coll_ringx_module_t *m)
     free(m->peers);
     m->peers = NULL;
     ringx_mailbox_disconnect(m);
+    ringx_nodes_release(m);
     ringx_scratch_set_free(&m->scratch);
     free(m->inputs.ptr);
     memset(&m->inputs, 0, sizeof(m->inputs));

@@ -93,10 +93,17 @@ static const struct {
       "locality): mailboxes and direct reads may serve them",
       &mca_coll_ringx_counters.comms_one_node },
     { "comms_multi_node", "communicators ringx connected whose ranks are on more than one node: "
-      "only message-based algorithms serve them", &mca_coll_ringx_counters.comms_multi_node },
+      "only message-based algorithms serve them (flat or hierarchical)",
+      &mca_coll_ringx_counters.comms_multi_node },
     { "comms_exchanged", "communicators whose connection exchanged worker addresses because some "
       "member met a process it had not met in an earlier communicator; the others connected "
       "with one small agreement", &mca_coll_ringx_counters.comms_exchanged },
+    { "comms_hierarchical", "communicators ringx connected across nodes with the same number of "
+      "ranks (2 or more) on every node: the hierarchical algorithms may serve them",
+      &mca_coll_ringx_counters.comms_hierarchical },
+    { "comms_uneven", "communicators ringx connected across nodes with different numbers of "
+      "ranks per node: the flat message-based algorithms serve them, not the hierarchical ones",
+      &mca_coll_ringx_counters.comms_uneven },
 };
 
 int mca_coll_ringx_register_pvars(void)

@@ -336,7 +336,8 @@ int ringx_requests_progress(void)
     mca_coll_ringx_module_t *connected;
     int n = 0;
 
-    if (!ringx_requests_active || pthread_mutex_trylock(&under_way.lock) != 0) {
+    if ((!ringx_requests_active && !ringx_ucx_flush_pending()) ||
+        pthread_mutex_trylock(&under_way.lock) != 0) {
         return 0;
     }
     (void)ringx_ucx_progress_worker();
@@ -371,7 +372,11 @@ int ringx_requests_progress(void)
 
 static int progress_callback(void)
 {
-    return ringx_requests_progress();
+    int was = ringx_ucx_inside_progress(1);
+    int n = ringx_requests_progress();
+
+    (void)ringx_ucx_inside_progress(was);
+    return n;
 }
 
 /* Under the lock. */
@@ -390,6 +395,15 @@ static void enqueue(ringx_request_t *req)
     under_way.head = req;
     __atomic_fetch_add(&ringx_requests_active, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&under_way.lock);
+}
+
+void ringx_requests_flush_behind(void)
+{
+    if (ringx_ucx_flush_behind() && !__atomic_load_n(&under_way.registered, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&under_way.lock);
+        register_callback();
+        pthread_mutex_unlock(&under_way.lock);
+    }
 }
 
 void ringx_requests_watch(mca_coll_ringx_module_t *m)

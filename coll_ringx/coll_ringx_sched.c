@@ -68,6 +68,18 @@ static int copies(ringx_sched_t *s, ringx_mem_t *mem)
     return rc == OMPI_SUCCESS ? RINGX_DONE : rc;
 }
 
+/* Messages of a finished walk or exchange may still sit inside UCX where
+ * no mailbox carried them (TCP between nodes, or UCX without shared
+ * memory): ringx_ucx_flush_behind. */
+static void leave_nothing_behind(const ringx_sched_t *s)
+{
+    const mca_coll_ringx_module_t *m = s->engine == RINGX_ENGINE_RING ? s->u.ring.module
+                                                                      : s->u.xs.module;
+    if (!ringx_direct_possible(m)) {
+        ringx_requests_flush_behind();
+    }
+}
+
 int ringx_sched_progress(ringx_sched_t *s)
 {
     int rc = RINGX_DONE;
@@ -84,6 +96,9 @@ int ringx_sched_progress(ringx_sched_t *s)
         break;
     default:
         break;
+    }
+    if (rc == RINGX_DONE && (s->engine == RINGX_ENGINE_RING || s->engine == RINGX_ENGINE_EXCHANGE)) {
+        leave_nothing_behind(s);
     }
     return rc == RINGX_DONE && s->engine != RINGX_ENGINE_NONE ? copies(s, mem_of(s)) : rc;
 }

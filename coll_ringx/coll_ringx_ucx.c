@@ -15,6 +15,7 @@
 #include "mpi.h"
 #include "ompi/constants.h"
 #include "opal/class/opal_hash_table.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 
@@ -27,6 +28,11 @@
  * after 128 empty rounds made small collectives up to 2x slower than
  * yielding at once. */
 #define RINGX_IDLE_ROUNDS_BEFORE_YIELD 1
+/* Idle rounds of a wait between two rounds of Open MPI's progress engine. */
+#define RINGX_IDLE_ROUNDS_PER_OPAL_PROGRESS 8
+
+/* This thread runs inside Open MPI's progress engine (ringx's callback). */
+static __thread int inside_opal_progress;
 
 struct ringx_peer {
     uint64_t key;
@@ -56,9 +62,12 @@ static struct {
     void *window_desc;          /* base address, then the packed rkey */
     size_t window_desc_len;
     pthread_mutex_t lock;       /* start/stop and the peer cache */
+    void *flush;                /* a flush of the worker under way (ringx_ucx_flush_behind) */
+    pthread_mutex_t flush_lock;
     opal_hash_table_t peers_by_key;
     ringx_peer_t *peers;
-} ucx = { .state = UCX_NOT_STARTED, .lock = PTHREAD_MUTEX_INITIALIZER };
+} ucx = { .state = UCX_NOT_STARTED, .lock = PTHREAD_MUTEX_INITIALIZER,
+        .flush_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int status_to_ompi(ucs_status_t status)
 {
@@ -253,6 +262,10 @@ void ringx_ucx_stop(void)
     pthread_mutex_lock(&ucx.lock);
     if (ucx.state == UCX_READY) {
         drain_worker();
+        if (ucx.flush != NULL) {
+            ucp_request_free(ucx.flush);    /* a peer that is gone never answers it */
+            ucx.flush = NULL;
+        }
         while (ucx.peers) {
             ringx_peer_t *peer = ucx.peers;
             ucx.peers = peer->next;
@@ -612,9 +625,51 @@ void ringx_ucx_set_yield(int yield)
     ucx.yield = yield;
 }
 
+int ringx_ucx_flush_behind(void)
+{
+    ucp_request_param_t param = { .op_attr_mask = 0 };
+    int under_way;
+
+    if (ucx.state != UCX_READY) {
+        return 0;
+    }
+    pthread_mutex_lock(&ucx.flush_lock);
+    if (ucx.flush == NULL) {
+        ucs_status_ptr_t req = ucp_worker_flush_nbx(ucx.worker, &param);
+        ucx.flush = UCS_PTR_IS_PTR(req) ? req : NULL;
+    }
+    under_way = ucx.flush != NULL;
+    pthread_mutex_unlock(&ucx.flush_lock);
+    return under_way;
+}
+
+int ringx_ucx_flush_pending(void)
+{
+    int under_way;
+
+    if (__atomic_load_n(&ucx.flush, __ATOMIC_RELAXED) == NULL) {
+        return 0;
+    }
+    pthread_mutex_lock(&ucx.flush_lock);
+    if (ucx.flush != NULL && ucp_request_check_status(ucx.flush) != UCS_INPROGRESS) {
+        ucp_request_free(ucx.flush);
+        ucx.flush = NULL;
+    }
+    under_way = ucx.flush != NULL;
+    pthread_mutex_unlock(&ucx.flush_lock);
+    return under_way;
+}
+
 unsigned ringx_ucx_progress_worker(void)
 {
     return ucx.worker != NULL ? ucp_worker_progress(ucx.worker) : 0;
+}
+
+int ringx_ucx_inside_progress(int inside)
+{
+    int was = inside_opal_progress;
+    inside_opal_progress = inside;
+    return was;
 }
 
 void ringx_ucx_progress(unsigned *idle)
@@ -623,7 +678,19 @@ void ringx_ucx_progress(unsigned *idle)
         *idle = 0;
         return;
     }
-    if (++*idle >= RINGX_IDLE_ROUNDS_BEFORE_YIELD && ucx.yield) {
+    /* MPI's progress rule: a rank waiting in ringx still moves the other
+     * components' traffic.  A peer may have left the stock collective
+     * before this rank and entered ringx, with bytes for this rank's stock
+     * call still in Open MPI's TCP transport, which only Open MPI's progress
+     * pushes out: without this, the peer waits in ringx for this rank, and
+     * this rank in the stock call for the peer (seen at 3 hosts x 2 ranks
+     * over 1 Gbit/s links). */
+    if (++*idle % RINGX_IDLE_ROUNDS_PER_OPAL_PROGRESS == 0 && !inside_opal_progress) {
+        inside_opal_progress = 1;
+        opal_progress();
+        inside_opal_progress = 0;
+    }
+    if (*idle >= RINGX_IDLE_ROUNDS_BEFORE_YIELD && ucx.yield) {
         sched_yield();
     }
 }

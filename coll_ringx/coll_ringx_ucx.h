@@ -125,9 +125,28 @@ void ringx_ucx_abandon(ringx_req_t *req);
  * coll_ringx_yield says so. */
 void ringx_ucx_progress(unsigned *idle);
 
+/* Every few idle rounds the waits also run Open MPI's progress engine
+ * (MPI's progress rule), except inside it: ringx's progress callback says
+ * when this thread runs there (1 on entry; on exit, what this returned). */
+int ringx_ucx_inside_progress(int inside);
+
 /* One round of the worker's progress, without yielding (Open MPI's
  * progress engine yields itself); returns what ucp_worker_progress does. */
 unsigned ringx_ucx_progress_worker(void);
+
+/*
+ * A send UCX reports complete may still be inside UCX: over TCP its bytes
+ * wait in the endpoint's send buffer until the worker progresses again
+ * (when the kernel's socket buffer is full, as on a slow link).  A rank
+ * that has left a ringx call and waits in another component would then
+ * never hand them to the kernel, and the peers still in the call would
+ * wait for them for ever.  So a call that sent messages starts a flush of
+ * the worker (flush_behind; 1 if it is under way), and Open MPI's progress
+ * engine drives the worker until the flush is over (flush_pending: 0 once
+ * it is, or when none was started).
+ */
+int ringx_ucx_flush_behind(void);
+int ringx_ucx_flush_pending(void);
 
 /* Waits until *req completes; returns 0 or an OMPI error code. */
 int ringx_ucx_wait(ringx_req_t *req);

@@ -11,7 +11,14 @@
 #     correct results (ringx_correctness --quick);
 #   * 3 hosts with 2, 1 and 1 ranks (uneven), default choice: correct,
 #     served by ringx, layout "1 to 2 per node";
-#   * the benchmark across 2 hosts: it prints the node layout;
+#   * every algorithm forced once at 2 hosts x 2 ranks, and the
+#     hierarchical ones at 3 x 2, 2 x 3 (nonblocking), 2 x 2 (persistent,
+#     staged), 2 x 1 and 3 x 1 (where the ring serves instead): correct,
+#     the pvars proving which algorithm served every call, and the
+#     layout counted (comms_hierarchical, comms_uneven);
+#   * the benchmark across 2 hosts: it prints the node layout; across 3
+#     hosts with private memory and links shaped to 1 Gbit/s, three runs
+#     that must end with every result right, hierarchical calls counted;
 #   * faults, on 2 hosts with private memory (every byte between them over
 #     the network): one host's link down for 4 s in the middle of a
 #     benchmark run, and a rank killed in the middle of one; each run must
@@ -28,6 +35,7 @@ cleanup() {
     "$hosts" down "$work/h2" >/dev/null 2>&1
     "$hosts" down "$work/h3" >/dev/null 2>&1
     "$hosts" down "$work/hp" >/dev/null 2>&1
+    "$hosts" down "$work/hs" >/dev/null 2>&1
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -48,6 +56,9 @@ cat "$work/up2.out" "$work/up3.out"
 "$hosts" up "$work/hp" 2 - private >"$work/upp.out" 2>&1 ||
     { echo "FAIL: could not make the test hosts"; cat "$work/upp.out"; exit 1; }
 cat "$work/upp.out"
+"$hosts" up "$work/hs" 3 1gbit private >"$work/ups.out" 2>&1 ||
+    { echo "FAIL: could not make the test hosts"; cat "$work/ups.out"; exit 1; }
+cat "$work/ups.out"
 
 # slots per host: HOSTS_DIR SLOTS... -> a hostfile
 hostfile() {
@@ -96,6 +107,47 @@ expect uneven "0 failures" "wrong results or calls not served by ringx"
 expect uneven "MPI_COMM_WORLD: 4 ranks on several nodes, 1 to 2 per node" \
     "no uneven node layout in the verbose log"
 
+# Every algorithm forced once across 2 hosts x 2 ranks (powers of two and
+# even counts: each runs as forced, on every sub-communicator too), the
+# pvars proving it served every call; direct reads were forced above.
+forced_run() { # NAME ALLREDUCE ALLGATHER REDUCE_SCATTER_BLOCK [OPTIONS...]
+    name=$1 algs="" expects="" i=0
+    shift
+    for coll in allreduce allgather reduce_scatter_block; do
+        algs="$algs --mca coll_ringx_${coll}_algorithm $1"
+        expects="$expects --expect-alg $coll:$1"
+        shift
+    done
+    # shellcheck disable=SC2086
+    run "$name" "$np" "$hosts_args" "$algs $extra" "$bindir/ringx_correctness" --expect-multi-node \
+        $expects "$@"
+    expect "$name" "0 failures" "wrong results, or calls not served by the forced algorithms"
+    checked="$checked $name"
+}
+checked="" extra=""
+np=4 hosts_args=$two
+forced_run ring ring ring ring --quick
+forced_run logp recursive_doubling recursive_doubling recursive_halving --quick
+forced_run rabenseifner rabenseifner bruck recursive_halving --quick
+forced_run neighbor ring neighbor_exchange ring --quick
+
+# The hierarchical algorithms, forced: 2 and 3 hosts x 1-3 ranks, the whole
+# matrix where the nodes are even (the ring serves communicators whose
+# nodes are not: --expect-alg), nonblocking, persistent and staged too.
+np=6 hosts_args=$(hostfile "$work/h3" 2 2 2)
+forced_run hier-3x2 hierarchical hierarchical hierarchical
+np=6 hosts_args=$(hostfile "$work/h2" 3 3)
+forced_run hier-2x3-nb hierarchical hierarchical hierarchical --nonblocking
+np=4 hosts_args=$two
+forced_run hier-2x2-persistent hierarchical hierarchical hierarchical --persistent --quick
+extra="--mca coll_ringx_stage_host_buffers 1"
+forced_run hier-2x2-staged hierarchical hierarchical hierarchical --quick --expect-staged
+extra=""
+np=2 hosts_args=$(hostfile "$work/h2" 1 1)
+forced_run hier-2x1 hierarchical hierarchical hierarchical --quick
+np=3 hosts_args=$(hostfile "$work/h3" 1 1 1)
+forced_run hier-3x1 hierarchical hierarchical hierarchical --quick
+
 bench=${RINGX_BENCH:-$bindir/../../bench/ringx_bench}
 run bench 4 "$two" "" "$bench" --max-bytes 4K --time 0.01 --rounds 2
 expect bench "^# ringx vs stock Open MPI collectives: np=4 (2 nodes, 2 ranks per node)" \
@@ -142,6 +194,20 @@ kill_rank() {
     [ -n "$victim" ] && kill -9 "$victim"
 }
 
+# The benchmark on 3 hosts x 2 ranks with links shaped to 1 Gbit/s (every
+# byte between hosts over TCP), three times: the stock collectives and
+# ringx's (hierarchical at these sizes) take turns, and a rank waiting in
+# one must still move the other's bytes (MPI's progress rule; without it
+# about one run in five hung here).
+shaped=$(hostfile "$work/hs" 2 2 2)
+for i in 1 2 3; do
+    RINGX_MPI_TIMEOUT=120 run "shaped$i" 6 "$shaped" "" "$bench" --min-bytes 64K \
+        --max-bytes 1M --rounds 3 --time 0.05
+    expect "shaped$i" "^# all results validated" "the benchmark across shaped links failed"
+    expect "shaped$i" "hierarchical=[1-9]" "the hierarchical algorithms did not serve"
+    checked="$checked shaped$i"
+done
+
 private=$(hostfile "$work/hp" 2 2)
 fault link 180 link_down
 expect link "^# all results validated" "a link down for 4 s: the run did not recover"
@@ -150,7 +216,7 @@ grep -q "^# all results validated" "$work/kill.out" &&
     { echo "FAIL: kill: the run went on as if no rank had been killed"; fail=1; }
 
 if [ "$fail" -ne 0 ]; then
-    for f in layout forced uneven bench link kill; do
+    for f in layout forced uneven $checked bench link kill; do
         echo "--- $f"
         tail -40 "$work/$f.out"
     done
@@ -158,4 +224,5 @@ if [ "$fail" -ne 0 ]; then
 fi
 echo "PASS: across 2 and 3 test hosts (uneven too): node layout from Open MPI's locality," \
     "no direct reads across hosts even when forced, results correct and served by ringx;" \
+    "every algorithm forced once, the hierarchical ones at 1-3 ranks per host;" \
     "the benchmark's layout; a link down and a killed rank: no hang, no wrong result"

@@ -23,7 +23,11 @@
  *                                  reason transport: UCX made unusable)
  *   --expect-alg COLL:ALG          every served call of COLL must be counted
  *                                  by coll_ringx_COLL_ALG_calls (run with
- *                                  --mca coll_ringx_COLL_algorithm ALG)
+ *                                  --mca coll_ringx_COLL_algorithm ALG);
+ *                                  ALG hierarchical: on communicators whose
+ *                                  nodes (MPI_COMM_TYPE_SHARED) are not
+ *                                  several with as many ranks (>= 2) on
+ *                                  each, by the ring (what runs instead)
  *   --expect-staged                every served call must be counted by
  *                                  coll_ringx_COLL_staged (run with
  *                                  --mca coll_ringx_stage_host_buffers 1)
@@ -1146,6 +1150,7 @@ typedef struct case_ctx {
     MPI_Comm comm;
     int rank;
     const char *expect_reason;   /* NULL: ringx must serve it */
+    const char *expect_alg;      /* the algorithm that must serve it, or NULL */
     uint64_t *seeds;             /* input seed of every rank of comm */
     rx_call_t call;
 } case_ctx_t;
@@ -1227,10 +1232,10 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
     if (declined) {
         served = 0;         /* an empty call served is no call to check further */
     }
-    if (opts.expect_alg[c->coll] && served == 1) {
+    if (c->expect_alg && served == 1) {
         rx_check(&c->call, after->alg_calls - before->alg_calls == 1,
-                 "served, but not by the forced algorithm %s",
-                 opts.expect_alg[c->coll]);
+                 "served, but not by the forced algorithm %s (or what runs instead here)",
+                 c->expect_alg);
     }
     if (opts.expect_staged && served == 1) {
         rx_check(&c->call, after->staged - before->staged == 1,
@@ -1444,9 +1449,9 @@ static void run_reduction(const case_ctx_t *c)
                                GUARD_BYTES;
     unsigned char *call_send = c->in_place ? call_recv : mirror(&msend, c, sendbuf, in_bytes);
 
-    rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &before);
+    rx_counters_read(coll_names[c->coll], c->expect_alg, &before);
     invoke_reduction(c, call_send, call_recv);
-    rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &after);
+    rx_counters_read(coll_names[c->coll], c->expect_alg, &after);
     unmirror(&mrecv);
     unmirror(&msend);
 
@@ -1505,9 +1510,9 @@ static void run_allgather(const case_ctx_t *c)
                                GUARD_BYTES;
     unsigned char *call_own = c->in_place ? NULL : mirror(&msend, c, own, block);
 
-    rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &before);
+    rx_counters_read(coll_names[c->coll], c->expect_alg, &before);
     invoke_allgather(c, call_own, call_recv);
-    rx_counters_read(coll_names[c->coll], opts.expect_alg[c->coll], &after);
+    rx_counters_read(coll_names[c->coll], c->expect_alg, &after);
     unmirror(&mrecv);
     unmirror(&msend);
 
@@ -1533,6 +1538,7 @@ typedef struct test_comm {
     uint64_t id;
     MPI_Comm comms[2];
     int ncomms;
+    bool even_nodes;            /* several nodes, the same rank count (>= 2) on each */
     unsigned next;
     uint64_t seq;
 } test_comm_t;
@@ -1561,6 +1567,24 @@ static MPI_Comm dup_world(const char *name)
     return named(comm, name);
 }
 
+/* Whether comm spans several nodes (MPI_COMM_TYPE_SHARED) with the same
+ * number of ranks, 2 or more, on each: where ringx's hierarchical
+ * algorithms run.  Worked out here independently of ringx. */
+static bool even_nodes(MPI_Comm comm)
+{
+    MPI_Comm node;
+    int size, node_size, range[2];
+
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    range[0] = node_size;
+    range[1] = -node_size;
+    MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MIN, comm);
+    return range[0] == -range[1] && range[0] >= 2 && range[0] < size;
+}
+
 static void create_test_comms(test_comm_t *tcs)
 {
     int rank, size;
@@ -1580,6 +1604,9 @@ static void create_test_comms(test_comm_t *tcs)
     tcs[TC_ALTERNATING].comms[0] = dup_world("alternating_dup_a");
     tcs[TC_ALTERNATING].comms[1] = dup_world("alternating_dup_b");
     tcs[TC_ALTERNATING].ncomms = 2;
+    for (int i = 0; i < NUM_TEST_COMMS; i++) {
+        tcs[i].even_nodes = even_nodes(tcs[i].comms[0]);
+    }
 }
 
 static void free_test_comms(test_comm_t *tcs)
@@ -1614,6 +1641,14 @@ static const char *expected_reason(enum coll_id coll, const char *natural)
     return opts.fallback_reason;
 }
 
+/* --expect-alg's algorithm for a call on tc: a forced hierarchical
+ * algorithm runs only where the nodes are even, the ring elsewhere. */
+static const char *expected_alg(const test_comm_t *tc, enum coll_id coll)
+{
+    const char *alg = opts.expect_alg[coll];
+    return alg && 0 == strcmp(alg, "hierarchical") && !tc->even_nodes ? "ring" : alg;
+}
+
 static void run_case(test_comm_t *tc, enum coll_id coll, const type_desc_t *t,
                      const op_desc_t *op, size_t count, bool in_place,
                      const char *natural_reason)
@@ -1630,6 +1665,7 @@ static void run_case(test_comm_t *tc, enum coll_id coll, const type_desc_t *t,
     c.in_place = in_place;
     c.comm = tc->comms[tc->next++ % (unsigned)tc->ncomms];
     c.expect_reason = expected_reason(coll, natural_reason);
+    c.expect_alg = expected_alg(tc, coll);
     MPI_Comm_rank(c.comm, &c.rank);
     MPI_Comm_size(c.comm, &c.gen.nranks);
     c.gen.type = t;
@@ -1873,12 +1909,21 @@ static bool parse_expect_alg(const char *arg)
 }
 
 /* --expect-multi-node: ringx connected communicators that span several
- * nodes (by Open MPI's locality), MPI_COMM_WORLD among them. */
+ * nodes (by Open MPI's locality), MPI_COMM_WORLD among them, and counted
+ * MPI_COMM_WORLD's layout: laid out for the hierarchical algorithms where
+ * its nodes are even, uneven where they are. */
 static void check_multi_node(void)
 {
-    unsigned long long multi = 0;
+    unsigned long long multi = 0, hier = 0, uneven = 0;
     bool ok = ringx_pvar_read("coll_ringx_comms_multi_node", &multi) == 0 && multi > 0;
+    bool even = even_nodes(MPI_COMM_WORLD);
+
     rx_check(NULL, ok, "no communicator across nodes counted by coll_ringx_comms_multi_node");
+    ok = ringx_pvar_read("coll_ringx_comms_hierarchical", &hier) == 0 &&
+         ringx_pvar_read("coll_ringx_comms_uneven", &uneven) == 0;
+    rx_check(NULL, ok && (even ? hier > 0 : uneven > 0 || hier == 0),
+             "MPI_COMM_WORLD's nodes are %s, but coll_ringx_comms_hierarchical is %llu and "
+             "coll_ringx_comms_uneven %llu", even ? "even" : "not even", hier, uneven);
 }
 
 static bool parse_options(int argc, char **argv)

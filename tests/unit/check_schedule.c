@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ringx_schedule.h"
+#include "ringx_layout.h"
 #include "coll_ringx_decision.h"
 
 static const size_t counts[] = { 0, 1, 2, 3, 7, 8, 63, 64, 65, 1000, 1000003 };
@@ -533,6 +534,83 @@ START_TEST(names_are_the_pvar_and_mca_spellings)
 }
 END_TEST
 
+START_TEST(layout_numbers_nodes_by_their_first_rank)
+{
+    static const int key[6] = { 5, 5, 9, 9, 5, 2 };
+    static const int want_node[6] = { 0, 0, 1, 1, 0, 2 }, want_local[6] = { 0, 1, 0, 1, 2, 0 };
+    int node_of[6], local_of[6], node_size[6];
+
+    ck_assert_int_eq(ringx_layout_number(6, key, node_of, local_of, node_size), 3);
+    for (int r = 0; r < 6; r++) {
+        ck_assert_int_eq(node_of[r], want_node[r]);
+        ck_assert_int_eq(local_of[r], want_local[r]);
+    }
+    ck_assert_int_eq(node_size[0], 3);
+    ck_assert_int_eq(node_size[1], 2);
+    ck_assert_int_eq(node_size[2], 1);
+    ck_assert_int_eq(ringx_layout_even(3, node_size), 0);
+}
+END_TEST
+
+START_TEST(layout_even_nodes_and_their_hash)
+{
+    /* ranks dealt round robin over 2 nodes, and in blocks */
+    static const int by_node[4] = { 7, 3, 7, 3 }, by_slot[4] = { 1, 1, 0, 0 };
+    int node_of[4], local_of[4], node_size[4], other[4];
+
+    ck_assert_int_eq(ringx_layout_number(4, by_node, node_of, local_of, node_size), 2);
+    ck_assert_int_eq(ringx_layout_even(2, node_size), 2);
+    ck_assert_int_eq(local_of[2], 1);
+    memcpy(other, node_of, sizeof(other));
+    ck_assert_int_eq(ringx_layout_number(4, by_slot, node_of, local_of, node_size), 2);
+    ck_assert_int_eq(ringx_layout_even(2, node_size), 2);
+    ck_assert_int_ne(ringx_layout_hash(4, node_of), ringx_layout_hash(4, other));
+    ck_assert_int_eq(ringx_layout_hash(4, other), ringx_layout_hash(4, other));
+    ck_assert_int_ge(ringx_layout_hash(4, node_of), 0);
+    ck_assert_int_lt(ringx_layout_hash(4, node_of), 1 << 30);
+    /* the step lists of the hierarchical allgather and reduce_scatter_block */
+    for (int n = 2; n <= 8; n++) {
+        for (int l = 2; l <= 8; l++) {
+            ck_assert_int_eq(ringx_layout_steps_gather(n, l), n * l - 1);
+            ck_assert_int_le(ringx_layout_steps_allreduce(n, l), n * l);
+        }
+    }
+}
+END_TEST
+
+START_TEST(decision_hierarchical_needs_even_nodes)
+{
+    for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
+        ringx_coll_t c = (ringx_coll_t)coll;
+        ck_assert(ringx_alg_valid(c, RINGX_ALG_HIERARCHICAL));
+        ck_assert(ringx_alg_runs_on(c, RINGX_ALG_HIERARCHICAL, 4, RINGX_LAYOUT_NODES));
+        ck_assert(!ringx_alg_runs_on(c, RINGX_ALG_HIERARCHICAL, 4, RINGX_LAYOUT_FLAT));
+        ck_assert(!ringx_alg_runs_on(c, RINGX_ALG_HIERARCHICAL, 4, RINGX_LAYOUT_ONE_NODE));
+        ck_assert(!ringx_alg_runs_on(c, RINGX_ALG_DIRECT_READ, 4, RINGX_LAYOUT_NODES));
+        /* forced where it cannot run: the ring */
+        ck_assert_int_eq(ringx_decide(c, RINGX_ALG_HIERARCHICAL, 1 << 20, 4, RINGX_LAYOUT_FLAT).alg,
+                         RINGX_ALG_RING);
+        ck_assert_int_eq(ringx_decide(c, RINGX_ALG_HIERARCHICAL, 8, 6, RINGX_LAYOUT_NODES).alg,
+                         RINGX_ALG_HIERARCHICAL);
+        /* the defaults: above the latency-bound sizes across even nodes */
+        for (int p = 4; p <= 8; p += 2) {
+            ck_assert_int_eq(ringx_decide(c, RINGX_ALG_AUTO, 1 << 20, p, RINGX_LAYOUT_NODES).alg,
+                             RINGX_ALG_HIERARCHICAL);
+            ck_assert_int_eq(ringx_decide(c, RINGX_ALG_AUTO, 64 << 20, p, RINGX_LAYOUT_NODES).alg,
+                             RINGX_ALG_HIERARCHICAL);
+            ck_assert_int_ne(ringx_decide(c, RINGX_ALG_AUTO, 1024, p, RINGX_LAYOUT_NODES).alg,
+                             RINGX_ALG_HIERARCHICAL);
+            ck_assert_int_ne(ringx_decide(c, RINGX_ALG_AUTO, 1 << 20, p, RINGX_LAYOUT_FLAT).alg,
+                             RINGX_ALG_HIERARCHICAL);
+        }
+    }
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 16384, 4, RINGX_LAYOUT_NODES).alg,
+                     RINGX_ALG_HIERARCHICAL);
+    ck_assert_int_eq(ringx_decide(RINGX_COLL_ALLREDUCE, RINGX_ALG_AUTO, 8192, 4, RINGX_LAYOUT_NODES).alg,
+                     RINGX_ALG_RECURSIVE_DOUBLING);
+}
+END_TEST
+
 static Suite *schedule_suite(void)
 {
     Suite *s = suite_create("schedule");
@@ -565,6 +643,9 @@ static Suite *schedule_suite(void)
     tcase_add_test(decision, rules_parse_and_format_round_trip);
     tcase_add_test(decision, rules_file_takes_precedence);
     tcase_add_test(decision, names_are_the_pvar_and_mca_spellings);
+    tcase_add_test(decision, decision_hierarchical_needs_even_nodes);
+    tcase_add_test(blocks, layout_numbers_nodes_by_their_first_rank);
+    tcase_add_test(blocks, layout_even_nodes_and_their_hash);
     suite_add_tcase(s, blocks);
     suite_add_tcase(s, ring);
     suite_add_tcase(s, tags);
