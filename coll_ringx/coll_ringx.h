@@ -160,7 +160,6 @@ typedef struct ringx_nodes {
     int node_ranks;
     int node, local;            /* this rank's node and its place there */
     int *rank_at;               /* [node * node_ranks + local]: the rank there */
-    int hash;                   /* of the layout seen here, for the agreement */
 } ringx_nodes_t;
 
 typedef struct mca_coll_ringx_module_t {
@@ -457,10 +456,11 @@ void ringx_requests_close(void);
 /* ---------------------------------------------------------------- nodes */
 
 /* Which node each rank of m is on, as this rank sees it (before the
- * connection's agreement; sets m->nodes.hash), then the layout kept or
- * dropped once every rank's hash is known (agreed: all the same), logged
- * and counted; release frees it (module destruction). */
-void ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
+ * connection's agreement; returns a hash of it, 0 where nothing was laid
+ * out: one node), then the layout kept or dropped once every rank's hash
+ * is known (agreed: all the same), logged and counted; release frees it
+ * (module destruction). */
+int ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
 void ringx_nodes_agreed(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm, int agreed);
 void ringx_nodes_release(mca_coll_ringx_module_t *m);
 

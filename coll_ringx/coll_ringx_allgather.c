@@ -123,7 +123,6 @@ static int build_log(ringx_call_t *c, ringx_alg_t alg)
     ringx_xsched_t *s = &c->sched.u.xs;
     mca_coll_ringx_module_t *m = c->m;
     size_t block_bytes = c->count * c->elem_size, total = block_bytes * (size_t)m->size;
-    ringx_reduction_t none = { RINGX_TYPE_BYTE, RINGX_OP_BOR };     /* nothing is reduced */
     char *own_block = c->result + (size_t)m->rank * block_bytes;
     /* Bruck gathers rank, rank+1, .. from the start of a scratch buffer. */
     char *gathered = alg == RINGX_ALG_BRUCK
@@ -134,7 +133,7 @@ static int build_log(ringx_call_t *c, ringx_alg_t alg)
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     c->sched.engine = RINGX_ENGINE_EXCHANGE;
-    ringx_xsched_init(s, m, &c->mem, RINGX_COLL_ALLGATHER, none, c->elem_size, total);
+    ringx_xsched_init(s, m, &c->mem, RINGX_COLL_ALLGATHER, RINGX_NO_REDUCTION, c->elem_size, total);
     s->mailboxes = c->blocking;
     /* Step 0 sends from the send buffer and receives elsewhere, so the own
      * block is copied into place while step 0 travels. */

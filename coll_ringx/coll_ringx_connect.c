@@ -108,9 +108,8 @@ static int post_agree(mca_coll_ringx_module_t *m, ringx_connect_t *c)
     local[A_ADDRESS_LEN] = (int)address_len;
     local[A_DESC_LEN] = (int)desc_len;
     local[A_UNKNOWN_PEER] = !local[A_NO_UCX] && !peers_known(m, c);
-    ringx_nodes_observe(m, c->comm);
-    local[A_LAYOUT] = m->nodes.hash;
-    local[A_LAYOUT_NEG] = -m->nodes.hash;
+    local[A_LAYOUT] = ringx_nodes_observe(m, c->comm);
+    local[A_LAYOUT_NEG] = -local[A_LAYOUT];
     if (!local[A_NO_UCX] && !local[A_UNKNOWN_PEER]) {
         ringx_mailbox_agree_local(m, c->windows, c->mailbox_local);
     }

@@ -145,12 +145,11 @@ int ringx_hier_build_allgather(ringx_call_t *c, ringx_alg_t alg)
 {
     ringx_xsched_t *s = &c->sched.u.xs;
     const ringx_nodes_t *n = &c->m->nodes;
-    ringx_reduction_t none = { RINGX_TYPE_BYTE, RINGX_OP_BOR };     /* nothing is reduced */
     int L = n->node_ranks, N = n->nnodes;
     size_t bb = c->count * c->elem_size;
 
     (void)alg;
-    start_steps(c, bb * (size_t)c->m->size, none);
+    start_steps(c, bb * (size_t)c->m->size, RINGX_NO_REDUCTION);
     /* while step 0 sends the own block from the send buffer */
     ringx_xsched_local_copy(s, c->result + (size_t)c->m->rank * bb, c->input, bb);
     for (int t = 0; t < N - 1; t++) {

@@ -56,10 +56,10 @@ static int place_ranks(ringx_nodes_t *n, int p, const int *node_of, const int *l
     return 1;
 }
 
-void ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
+int ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
 {
     ringx_nodes_t *n = &m->nodes;
-    int p = m->size;
+    int p = m->size, hash;
     int *ints = NULL;
     const char **host = NULL;
 
@@ -69,7 +69,7 @@ void ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t 
         (ints = calloc(4 * (size_t)p, sizeof(*ints))) == NULL ||
         (host = malloc(sizeof(*host) * (size_t)p)) == NULL) {
         free(ints);
-        return;
+        return 0;
     }
     int *key = ints, *node_of = ints + p, *local_of = ints + 2 * p, *node_size = ints + 3 * p;
     node_keys(comm, p, key, host);
@@ -77,12 +77,13 @@ void ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t 
     n->node_ranks = ringx_layout_even(n->nnodes, node_size);
     n->node = node_of[m->rank];
     n->local = local_of[m->rank];
-    n->hash = ringx_layout_hash(p, node_of) + 1;    /* 0: nothing laid out */
+    hash = ringx_layout_hash(p, node_of) + 1;       /* 0: nothing laid out */
     if (n->node_ranks == 0 || !place_ranks(n, p, node_of, local_of)) {
         n->node_ranks = 0;
     }
     free(host);
     free(ints);
+    return hash;
 }
 
 static const char *unused_why(const ringx_nodes_t *n, int agreed)
@@ -96,7 +97,7 @@ void ringx_nodes_agreed(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
 {
     ringx_nodes_t *n = &m->nodes;
 
-    if (n->hash == 0) {
+    if (n->nnodes == 0) {
         return;             /* one node */
     }
     if (agreed && n->nnodes >= 2 && n->node_ranks >= 2) {

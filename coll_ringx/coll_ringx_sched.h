@@ -42,6 +42,9 @@ typedef struct ringx_reduction {
     ringx_op_t op;
 } ringx_reduction_t;
 
+/* What the schedules of a gather take: nothing is reduced. */
+#define RINGX_NO_REDUCTION ((ringx_reduction_t){ RINGX_TYPE_BYTE, RINGX_OP_BOR })
+
 /* ------------------------------------------------------------ handshake */
 
 /*
