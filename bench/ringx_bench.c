@@ -770,6 +770,19 @@ int cvar_write_int(const char *name, int value, int *old)
     return ok ? 0 : -1;
 }
 
+int cvar_read_int(const char *name, int *value)
+{
+    int index, count, ok;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS ||
+        MPI_T_cvar_handle_alloc(index, NULL, &h, &count) != MPI_SUCCESS) {
+        return -1;
+    }
+    ok = MPI_T_cvar_read(h, value) == MPI_SUCCESS;
+    MPI_T_cvar_handle_free(&h);
+    return ok ? 0 : -1;
+}
+
 int cvar_enum_value(const char *name, const char *item)
 {
     int index, verbosity, bind, scope, num, value;
@@ -795,6 +808,25 @@ int cvar_enum_value(const char *name, const char *item)
     return -1;
 }
 
+/* Components that make sub-communicators on their first calls (coll/han)
+ * make them now: the stock side's while ringx stays off new communicators,
+ * so that it runs without ringx at every level, and the ringx side's
+ * before any call is counted. */
+static void make_subcommunicators(MPI_Comm comm)
+{
+    int one = 1, sum;
+    int *all = malloc(sizeof(int) * (size_t)nprocs);
+
+    MPI_Barrier(comm);
+    MPI_Bcast(&one, 1, MPI_INT, 0, comm);
+    MPI_Reduce(&one, &sum, 1, MPI_INT, MPI_SUM, 0, comm);
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm);
+    if (all != NULL) {
+        MPI_Allgather(&one, 1, MPI_INT, all, 1, MPI_INT, comm);
+        free(all);
+    }
+}
+
 /* The stock side: a communicator made while ringx's priority is negative. */
 static const char *make_communicators(void)
 {
@@ -804,8 +836,10 @@ static const char *make_communicators(void)
                "OMPI_MCA_mca_base_component_path or install the component";
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &stock_comm);
+    make_subcommunicators(stock_comm);
     cvar_write_int("coll_ringx_priority", priority, NULL);
     MPI_Comm_dup(MPI_COMM_WORLD, &ringx_comm);
+    make_subcommunicators(ringx_comm);
     return NULL;
 }
 

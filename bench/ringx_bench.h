@@ -126,6 +126,7 @@ const char *human(size_t bytes, char *buf, size_t len);
 /* Writes an integer (or enumeration) control variable, returning the old
  * value in *old if old is not NULL; 0 or -1. */
 int cvar_write_int(const char *name, int value, int *old);
+int cvar_read_int(const char *name, int *value);
 
 /* The value of item in the enumeration of control variable name, or -1. */
 int cvar_enum_value(const char *name, const char *item);

@@ -44,11 +44,25 @@ static const char *mem_name(const options_t *o)
     return o->device ? "cuda" : "host";
 }
 
+/* The stock side is whatever Open MPI selects without ringx: say so where
+ * that is coll/han rather than tuned (coll_han_priority raised). */
+static void print_stock_side(void)
+{
+    int han, tuned;
+
+    if (cvar_read_int("coll_han_priority", &han) == 0 &&
+        cvar_read_int("coll_tuned_priority", &tuned) == 0 && han > tuned) {
+        printf("# stock side: coll/han (coll_han_priority %d, above tuned's %d) where it serves "
+               "the collective, tuned where it does not\n", han, tuned);
+    }
+}
+
 static void print_header(const options_t *o, const buffers_t *b)
 {
     printf("# ringx vs stock Open MPI collectives: np=%d (%s), %s %s, %s, %s, %s calls\n",
            nprocs, node_layout_text(), o->dtype->name, o->op->name, memory_label(o, b),
            o->in_place ? "in place" : "out of place", form_names[o->form]);
+    print_stock_side();
     if (o->load > 0) {
         printf("# with %d busy process%s per node competing for the cores\n", o->load,
                o->load > 1 ? "es" : "");

@@ -86,6 +86,7 @@ typedef struct ringx_counters {
     unsigned long long nonblocking[RINGX_COLL_COUNT]; /* nonblocking calls served */
     unsigned long long persistent[RINGX_COLL_COUNT];  /* starts of persistent calls served */
     unsigned long long buffer_reads[RINGX_COLL_COUNT]; /* direct reads out of peers' buffers */
+    unsigned long long handed_back[RINGX_COLL_COUNT];  /* calls the previous component handed back */
     unsigned long long comms_one_node;    /* communicators connected, all ranks on one node */
     unsigned long long comms_multi_node;  /* communicators connected across nodes */
     unsigned long long comms_exchanged;   /* connections that gathered worker addresses */
@@ -292,6 +293,49 @@ int ringx_classify_contiguous(struct ompi_datatype_t *dtype, int count,
 int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
                 ringx_coll_t coll, int buffers, int blocking, int *rc);
 
+/* The served ringx module behind a call: the module Open MPI passed, or,
+ * when a component below calls the communicator's table with another
+ * component's module (coll/han 4.1 does), ringx's module in that table;
+ * NULL if there is none. */
+mca_coll_ringx_module_t *ringx_module_of(mca_coll_base_module_t *module,
+                                         struct ompi_communicator_t *comm);
+
+/*
+ * Calls the previous component hands back (coll_ringx_handback.c).  A
+ * blocking call handed on is marked (begin/end, nested); a call of the
+ * same collective on the same module while marked was handed back: it is
+ * counted and logged by ringx_handed_back, and served by Open MPI's
+ * point-to-point base algorithms (ringx_handback_*).
+ */
+typedef struct ringx_hand_on {
+    const struct mca_coll_ringx_module_t *m;
+    ringx_coll_t coll;
+} ringx_hand_on_t;
+
+ringx_hand_on_t ringx_hand_on_begin(const mca_coll_ringx_module_t *m, ringx_coll_t coll);
+void ringx_hand_on_end(ringx_hand_on_t outer);
+int ringx_handed_back(const mca_coll_ringx_module_t *m, ringx_coll_t coll);
+int ringx_handback_allreduce(const void *sbuf, void *rbuf, int count,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                             struct ompi_communicator_t *comm, mca_coll_ringx_module_t *m);
+int ringx_handback_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                             struct ompi_communicator_t *comm, mca_coll_ringx_module_t *m);
+int ringx_handback_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                        struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                        struct ompi_communicator_t *comm,
+                                        mca_coll_ringx_module_t *m);
+
+/* Hands a blocking call (the expression call) to the previous component,
+ * marked for ringx_handed_back; its return code. */
+#define RINGX_HAND_ON(m, coll, call)                                 \
+    __extension__({                                                  \
+        ringx_hand_on_t outer_ = ringx_hand_on_begin((m), (coll));   \
+        int rc_ = (call);                                            \
+        ringx_hand_on_end(outer_);                                   \
+        rc_;                                                         \
+    })
+
 /* Why m serves no call once its connection is over; counts and logs a
  * call handed on for reason. */
 int ringx_module_fallback_reason(const mca_coll_ringx_module_t *m);
@@ -424,7 +468,7 @@ struct ringx_request {
 OBJ_CLASS_DECLARATION(ringx_request_t);
 
 /* A fresh request for a call on m (a persistent one: MPI_..._init), or
- * NULL. */
+ * NULL (also when m is NULL). */
 ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m, int persistent);
 
 /*
@@ -432,7 +476,8 @@ ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m, int persistent);
  * were classified into req (buffers: RINGX_SERVE or the fallback reason;
  * req NULL: out of memory): admitted, then started (nonblocking) or made
  * ready to start (persistent: the choice, schedule and scratch made once),
- * or handed on through args.  Sets *request.
+ * or handed on through args.  Sets *request.  m NULL (no ringx module on
+ * comm, ringx_module_of): OMPI_ERR_NOT_FOUND.
  */
 int ringx_request_serve(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
                         ringx_coll_t coll, int buffers, ringx_request_t *req, int persistent,

@@ -266,15 +266,23 @@ int mca_coll_ringx_allgather(const void *sbuf, int scount, struct ompi_datatype_
                              struct ompi_communicator_t *comm,
                              mca_coll_base_module_t *module)
 {
-    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    mca_coll_ringx_module_t *m = ringx_module_of(module, comm);
     ringx_call_t c;
-    int rc;
-    int buffers = prepare(&c, sbuf, scount, sdtype, rbuf, rcount, rdtype, m, 1);
+    int rc, buffers;
 
+    if (m == NULL) {
+        return OMPI_ERR_NOT_FOUND;
+    }
+    if (ringx_handed_back(m, RINGX_COLL_ALLGATHER)) {
+        return ringx_handback_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, m);
+    }
+    buffers = prepare(&c, sbuf, scount, sdtype, rbuf, rcount, rdtype, m, 1);
     if (ringx_admit(m, comm, RINGX_COLL_ALLGATHER, buffers, 1, &rc) != RINGX_SERVE) {
-        return rc != OMPI_SUCCESS ? rc
-                                  : m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount,
-                                                      rdtype, comm, m->prev_allgather_module);
+        return rc != OMPI_SUCCESS
+                   ? rc
+                   : RINGX_HAND_ON(m, RINGX_COLL_ALLGATHER,
+                                   m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype,
+                                                     comm, m->prev_allgather_module));
     }
     return ringx_call_serve(&c);
 }
@@ -296,7 +304,7 @@ static int serve_request(const void *sbuf, int scount, struct ompi_datatype_t *s
                          ompi_request_t **request, mca_coll_base_module_t *module,
                          int persistent)
 {
-    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    mca_coll_ringx_module_t *m = ringx_module_of(module, comm);
     ringx_request_t *req = ringx_request_new(m, persistent);
     ringx_request_args_t args = { sbuf, rbuf, scount, rcount, sdtype, rdtype, NULL, hand_on };
     int buffers = req == NULL ? RINGX_FALLBACK_MEMORY

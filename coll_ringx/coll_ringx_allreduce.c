@@ -327,16 +327,24 @@ int mca_coll_ringx_allreduce(const void *sbuf, void *rbuf, int count,
                              struct ompi_communicator_t *comm,
                              mca_coll_base_module_t *module)
 {
-    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    mca_coll_ringx_module_t *m = ringx_module_of(module, comm);
     ringx_call_t c;
-    int rc;
-    int buffers =
-        ringx_call_prepare_reduction(&c, m, RINGX_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 1);
+    int rc, buffers;
 
+    if (m == NULL) {
+        return OMPI_ERR_NOT_FOUND;
+    }
+    if (ringx_handed_back(m, RINGX_COLL_ALLREDUCE)) {
+        return ringx_handback_allreduce(sbuf, rbuf, count, dtype, op, comm, m);
+    }
+    buffers =
+        ringx_call_prepare_reduction(&c, m, RINGX_COLL_ALLREDUCE, sbuf, rbuf, count, dtype, op, 1);
     if (ringx_admit(m, comm, RINGX_COLL_ALLREDUCE, buffers, 1, &rc) != RINGX_SERVE) {
-        return rc != OMPI_SUCCESS ? rc
-                                  : m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
-                                                      m->prev_allreduce_module);
+        return rc != OMPI_SUCCESS
+                   ? rc
+                   : RINGX_HAND_ON(m, RINGX_COLL_ALLREDUCE,
+                                   m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
+                                                     m->prev_allreduce_module));
     }
     return ringx_call_serve(&c);
 }
@@ -356,7 +364,7 @@ static int serve_request(const void *sbuf, void *rbuf, int count, struct ompi_da
                          struct ompi_info_t *info, ompi_request_t **request,
                          mca_coll_base_module_t *module, int persistent)
 {
-    mca_coll_ringx_module_t *m = (mca_coll_ringx_module_t *)module;
+    mca_coll_ringx_module_t *m = ringx_module_of(module, comm);
     ringx_request_t *req = ringx_request_new(m, persistent);
     ringx_request_args_t args = { sbuf, rbuf, count, count, NULL, dtype, op, hand_on };
     int buffers = req == NULL ? RINGX_FALLBACK_MEMORY

@@ -158,6 +158,37 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     return OMPI_SUCCESS;
 }
 
+static bool serves_on(const mca_coll_base_module_t *module, const struct ompi_communicator_t *comm)
+{
+    const mca_coll_ringx_module_t *m = (const mca_coll_ringx_module_t *)module;
+
+    return module != NULL && module->coll_module_enable == module_enable && m->serves &&
+           m->comm == comm;
+}
+
+mca_coll_ringx_module_t *ringx_module_of(mca_coll_base_module_t *module,
+                                         struct ompi_communicator_t *comm)
+{
+    const mca_coll_base_comm_coll_t *t = comm->c_coll;
+    mca_coll_base_module_t *table[] = {
+        t->coll_allreduce_module,      t->coll_allgather_module,
+        t->coll_reduce_scatter_block_module, t->coll_iallreduce_module,
+        t->coll_iallgather_module,     t->coll_ireduce_scatter_block_module,
+        t->coll_allreduce_init_module, t->coll_allgather_init_module,
+        t->coll_reduce_scatter_block_init_module,
+    };
+
+    if (serves_on(module, comm)) {
+        return (mca_coll_ringx_module_t *)module;
+    }
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (serves_on(table[i], comm)) {
+            return (mca_coll_ringx_module_t *)table[i];
+        }
+    }
+    return NULL;
+}
+
 /* Open MPI 4.1 calls this once for every slot the module fills. */
 static int module_disable(mca_coll_base_module_t *module, struct ompi_communicator_t *comm)
 {

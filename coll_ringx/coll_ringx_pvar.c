@@ -44,6 +44,9 @@ static const struct {
       "counted under their algorithm", mca_coll_ringx_counters.persistent },
     { "direct_buffers", "%s calls served by ringx's direct reads out of the peers' buffers "
       "(no outboxes)", mca_coll_ringx_counters.buffer_reads },
+    { "handed_back", "%s calls the previous component handed back to ringx (it could not "
+      "run them and called the communicator's table instead of its own fallback), served by Open "
+      "MPI's point-to-point base algorithms", mca_coll_ringx_counters.handed_back },
     { "mailbox", "%s calls served by ringx that wrote or read at least one message through "
                  "the mailboxes (coll_ringx_mailbox_bytes)",
       mca_coll_ringx_counters.mailbox },

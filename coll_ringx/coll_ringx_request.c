@@ -118,7 +118,7 @@ static int request_start(size_t count, ompi_request_t **requests);
 
 ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m, int persistent)
 {
-    ringx_request_t *req = OBJ_NEW(ringx_request_t);
+    ringx_request_t *req = m == NULL ? NULL : OBJ_NEW(ringx_request_t);
 
     if (req == NULL) {
         return NULL;
@@ -542,6 +542,9 @@ int ringx_request_serve(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
 {
     int rc;
 
+    if (m == NULL) {
+        return OMPI_ERR_NOT_FOUND; /* no ringx module on comm (ringx_module_of) */
+    }
     if (admit(m, comm, coll, buffers, req, persistent, &rc) != RINGX_SERVE) {
         return rc != OMPI_SUCCESS ? rc : args->hand_on(args, m, comm, persistent, info, request);
     }

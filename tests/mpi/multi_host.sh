@@ -11,6 +11,8 @@
 #     correct results (ringx_correctness --quick);
 #   * 3 hosts with 2, 1 and 1 ranks (uneven), default choice: correct,
 #     served by ringx, layout "1 to 2 per node";
+#   * with coll/han below ringx (its fallback) and above it: correct; below,
+#     calls han hands back to ringx counted (coll_ringx_<coll>_handed_back);
 #   * every algorithm forced once at 2 hosts x 2 ranks, and the
 #     hierarchical ones at 3 x 2, 2 x 3 (nonblocking), 2 x 2 (persistent,
 #     staged), 2 x 1 and 3 x 1 (where the ring serves instead): correct,
@@ -106,6 +108,20 @@ run uneven 4 "$three" "--mca coll_ringx_verbose 1" "$bindir/ringx_correctness" -
 expect uneven "0 failures" "wrong results or calls not served by ringx"
 expect uneven "MPI_COMM_WORLD: 4 ranks on several nodes, 1 to 2 per node" \
     "no uneven node layout in the verbose log"
+
+# With coll/han.  Below ringx (priority 99, ringx's 100): han is ringx's
+# fallback; it runs collectives of its own on its sub-communicators, and
+# where one rank per node leaves it nothing to do (split_rank_mod_2) it
+# calls the communicator's table again, which ringx must serve, not hand on
+# (a recursion) - the pvars prove the calls were handed back.  Above ringx
+# (han's 100 over ringx's 90): han passes ringx calls, some with another
+# component's module; every result right, ringx serving some of them.
+run han-below 4 "$two" "--mca coll_han_priority 99 --mca coll_ringx_priority 100" \
+    "$bindir/ringx_correctness" --quick --expect-multi-node --expect-handed-back
+expect han-below "0 failures" "wrong results with coll/han below ringx, or no call handed back"
+run han-above 4 "$two" "--mca coll_han_priority 100" "$bindir/ringx_correctness" --quick \
+    --results-only --expect-served-some
+expect han-above "0 failures" "wrong results with coll/han above ringx, or ringx served nothing"
 
 # Every algorithm forced once across 2 hosts x 2 ranks (powers of two and
 # even counts: each runs as forced, on every sub-communicator too), the

@@ -62,6 +62,25 @@
  *                                  coll_ringx_COLL_nonblocking
  *   --watchdog SECONDS             abort, naming the case, when one case
  *                                  takes longer (default 120; 0: never)
+ *   --nested-fallback              the previous component (coll/han)
+ *                                  runs collectives of its own on its
+ *                                  sub-communicators, where ringx serves
+ *                                  or hands on too: a call handed on must
+ *                                  count its fallback at least once (not
+ *                                  exactly once), and may grow the served
+ *                                  and bytes counters; calls ringx serves
+ *                                  are checked exactly as always
+ *   --expect-handed-back           with --nested-fallback: the calls that
+ *                                  must be handed on run on every test
+ *                                  communicator, and the previous
+ *                                  component must hand some back to ringx
+ *                                  (coll_ringx_<coll>_handed_back; coll/han
+ *                                  4.1 does where one rank per node leaves
+ *                                  it nothing to do)
+ *   --expect-served-some           with --results-only (another component
+ *                                  above ringx, e.g. coll/han, serves the
+ *                                  calls and passes ringx some): ringx must
+ *                                  have served calls of every collective
  *   --results-only                 check results only, ignore the pvars,
  *                                  and assume the stock component reduces
  *                                  (validates the test on stock Open MPI)
@@ -1132,6 +1151,9 @@ typedef struct options {
     bool persistent;            /* ..._init, MPI_Start, MPI_Wait, MPI_Request_free */
     unsigned watchdog_seconds;  /* per case; 0: none */
     bool expect_multi_node;     /* ringx saw MPI_COMM_WORLD span several nodes */
+    bool nested_fallback;       /* the previous component calls collectives of its own */
+    bool expect_handed_back;    /* and hands some calls back to ringx */
+    bool expect_served_some;    /* ringx served calls of every collective */
 } options_t;
 
 static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1, .expect_buffers_from = -1,
@@ -1220,6 +1242,9 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
                                  rx_fallback_reasons[i], d);
     }
     ok = ok || (may_reach && reached);
+    if (opts.nested_fallback && reason >= 0 && !declined) {
+        ok = after->fallback[reason] > before->fallback[reason];
+    }
     if (declined) {
         snprintf(wanted, sizeof wanted, "no change (count 0 or size 1)");
     } else if (reason < 0) {
@@ -1260,7 +1285,7 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
                  "coll_ringx_%s_on_device grew by %llu; expected %d", coll_names[c->coll],
                  after->on_device - before->on_device, opts.device);
     }
-    if (declined || reason >= 0) {
+    if (declined || (reason >= 0 && !opts.nested_fallback)) {
         rx_check(&c->call, 0 == bytes,
                  "coll_ringx_%s_bytes_sent grew by %llu on a call ringx "
                  "did not serve", coll_names[c->coll], bytes);
@@ -1856,8 +1881,11 @@ static void run_all(void)
     for (int i = 0; i < NUM_TEST_COMMS; i++) {
         run_small_counts(&tcs[i]);
     }
-    run_fallback_cases(&tcs[TC_WORLD]);
-    run_fallback_cases(&tcs[TC_REVERSED]);
+    for (int i = 0; i < NUM_TEST_COMMS; i++) {
+        if (i == TC_WORLD || i == TC_REVERSED || opts.expect_handed_back) {
+            run_fallback_cases(&tcs[i]);
+        }
+    }
     if (!opts.quick) {
         run_large_counts(&tcs[TC_WORLD], 0);
         run_large_counts(&tcs[TC_REVERSED], 1);
@@ -1926,6 +1954,35 @@ static void check_multi_node(void)
              "coll_ringx_comms_uneven %llu", even ? "even" : "not even", hier, uneven);
 }
 
+/* --expect-served-some: another component above ringx passed it calls of
+ * every collective (their results were checked as every other call's). */
+static void check_served_some(void)
+{
+    rx_counters_t k;
+
+    for (int c = 0; c < NUM_COLLS; c++) {
+        rx_counters_read(coll_names[c], NULL, &k);
+        rx_check(NULL, k.served > 0, "ringx served no %s call", coll_names[c]);
+    }
+}
+
+/* --expect-handed-back: the previous component handed calls back to
+ * ringx, which served them with Open MPI's base algorithms (their results
+ * were checked as every other call's). */
+static void check_handed_back(void)
+{
+    unsigned long long handed_back = 0;
+    rx_counters_t k;
+
+    for (int c = 0; c < NUM_COLLS; c++) {
+        rx_counters_read(coll_names[c], NULL, &k);
+        handed_back += k.handed_back;
+    }
+    rx_check(NULL, handed_back > 0,
+             "the previous component handed no call back to ringx "
+             "(coll_ringx_<coll>_handed_back are 0)");
+}
+
 static bool parse_options(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -1933,6 +1990,12 @@ static bool parse_options(int argc, char **argv)
             opts.quick = true;
         } else if (0 == strcmp(argv[i], "--results-only")) {
             opts.results_only = true;
+        } else if (0 == strcmp(argv[i], "--expect-served-some")) {
+            opts.expect_served_some = true;
+        } else if (0 == strcmp(argv[i], "--nested-fallback")) {
+            opts.nested_fallback = true;
+        } else if (0 == strcmp(argv[i], "--expect-handed-back")) {
+            opts.nested_fallback = opts.expect_handed_back = true;
         } else if (0 == strcmp(argv[i], "--expect-fallback") && i + 1 < argc) {
             if (!parse_expect_fallback(argv[++i])) {
                 return false;
@@ -1999,6 +2062,7 @@ static void usage(void)
             "usage: " PROGRAM_NAME " [--quick] [--results-only] "
             "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged] [--nonblocking] [--persistent]\n"
             "       [--expect-mailbox BYTES] [--expect-buffers-from BYTES] [--expect-multi-node]\n"
+            "       [--nested-fallback] [--expect-handed-back] [--expect-served-some]\n"
             "       [--mem host|cuda] [--watchdog SECONDS]\n"
             "  COLL: allreduce | allgather | reduce_scatter_block\n"
             "  REASON: disabled | datatype | op | memory | transport\n");
@@ -2045,6 +2109,12 @@ int main(int argc, char **argv)
         run_all();
         if (opts.expect_multi_node) {
             check_multi_node();
+        }
+        if (opts.expect_handed_back) {
+            check_handed_back();
+        }
+        if (opts.expect_served_some) {
+            check_served_some();
         }
     }
     status = rx_finish(PROGRAM_NAME);

@@ -56,6 +56,7 @@ typedef struct rx_counters {
     unsigned long long direct_buffers; /* direct reads out of the peers' buffers */
     unsigned long long nonblocking; /* nonblocking calls served */
     unsigned long long persistent;  /* starts of persistent calls served */
+    unsigned long long handed_back; /* calls the previous component handed back */
     unsigned long long fallback[RX_NUM_FALLBACK_REASONS];
 } rx_counters_t;
 
