@@ -90,6 +90,7 @@ typedef struct ringx_counters {
     unsigned long long comms_one_node;    /* communicators connected, all ranks on one node */
     unsigned long long comms_multi_node;  /* communicators connected across nodes */
     unsigned long long comms_exchanged;   /* connections that gathered worker addresses */
+    unsigned long long comms_from_world;  /* connections without a message (coll_ringx_job.c) */
     unsigned long long comms_hierarchical; /* across nodes, laid out for the hierarchical algorithms */
     unsigned long long comms_uneven;      /* across nodes with different rank counts per node */
 } ringx_counters_t;
@@ -144,6 +145,8 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
 typedef struct ringx_mailbox {
     char *local;                /* this rank's region; NULL: none (no mailboxes, no direct reads) */
     char **remote;              /* by rank: its region, mapped here */
+    unsigned char *stamped;     /* by rank: its region seen with stamp */
+    uint64_t stamp;             /* this communicator's (ringx_mailbox_stamp) */
     size_t bytes;               /* data bytes per slot */
     size_t stride;              /* bytes per slot */
     size_t whole_bytes;         /* largest allreduce each rank reduces whole (agreed) */
@@ -506,8 +509,55 @@ void ringx_requests_close(void);
  * is known (agreed: all the same), logged and counted; release frees it
  * (module destruction). */
 int ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
+
+/* Whether a rank of comm is on this rank's node, by Open MPI's locality. */
+int ringx_nodes_on_my_node(struct ompi_communicator_t *comm, int rank);
 void ringx_nodes_agreed(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm, int agreed);
 void ringx_nodes_release(mca_coll_ringx_module_t *m);
+
+/* The same from the nodes of m's ranks as the job's facts give them
+ * (coll_ringx_job.c: node_key[r], the same number for ranks on the same
+ * node), which every rank holds alike: no agreement. */
+void ringx_nodes_from_keys(mca_coll_ringx_module_t *m, const int *node_key);
+
+/* ------------------------------------------------------------------ job */
+
+/* What each process tells MPI_COMM_WORLD's connection of itself, for the
+ * communicators that connect later without a message (coll_ringx_job.c). */
+typedef struct ringx_job_record {
+    uint32_t node_leader;       /* the lowest rank of MPI_COMM_WORLD on its node */
+    uint32_t crowded;           /* it yields while waiting */
+} ringx_job_record_t;
+
+/* What the job's facts say of a communicator's members. */
+typedef struct ringx_job_view {
+    int crowded;                /* every member yields while waiting */
+    int single_copy;            /* single copies between every two processes of a node */
+    int node_ranks_min, node_ranks_max;
+} ringx_job_view_t;
+
+int ringx_job_is_world(const struct ompi_communicator_t *comm);
+void ringx_job_record_mine(struct ompi_communicator_t *comm, ringx_job_record_t *mine);
+
+/* On MPI_COMM_WORLD, once its peers are learnt (windows by rank: mapped
+ * here or NULL; records by rank): whether the records hold here (windows
+ * of this node mapped, the same nodes by Open MPI's locality), and whether
+ * this process reads every other of its node with single copies.  The
+ * records are kept (taken over: malloc'd) only if they hold everywhere. */
+int ringx_job_holds_here(const mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                         char *const *windows, const ringx_job_record_t *records);
+int ringx_job_single_copy_here(const mca_coll_ringx_module_t *m,
+                               struct ompi_communicator_t *comm);
+void ringx_job_keep(struct ompi_communicator_t *comm, ringx_job_record_t *records,
+                    int single_copy);
+void ringx_job_release(void);
+
+/* Whether the job's facts cover every member of comm; then ringx_job_view
+ * fills m->peers, windows and node_key (by rank) from them, and *v with
+ * the rest. */
+int ringx_job_covers(struct ompi_communicator_t *comm);
+int ringx_job_view(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
+                   char **windows, int *node_key, ringx_job_view_t *v);
 
 /* Where m's ranks are, for the choice of algorithm: direct reads where
  * they may serve the call (direct_ok and one node), the hierarchical
@@ -531,12 +581,45 @@ size_t ringx_mailbox_window_bytes(void);
  * reduction agrees on the node layout (m->node_ranks_min/max): mailboxes
  * and direct reads need every rank on one node by Open MPI's locality,
  * whatever UCX can map (network namespaces on one machine share memory). */
-#define RINGX_MAILBOX_AGREE_INTS 8
-void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
+enum ringx_mailbox_agree {
+    RINGX_MB_USABLE,            /* this rank can use mailboxes on m */
+    RINGX_MB_BYTES,             /* coll_ringx_mailbox_bytes, and negated: their MAX */
+    RINGX_MB_BYTES_NEG,
+    RINGX_MB_WHOLE,             /* the largest allreduce reduced whole */
+    RINGX_MB_SINGLE_COPY,       /* single copies to every peer */
+    RINGX_MB_DIRECT,            /* coll_ringx_direct_buffer_bytes */
+    RINGX_MB_NODE_MIN,          /* the ranks on this rank's node, and negated: their MAX */
+    RINGX_MB_NODE_MAX_NEG,
+    RINGX_MAILBOX_AGREE_INTS
+};
+void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows, int crowded,
                                int local[RINGX_MAILBOX_AGREE_INTS]);
 int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
                           char *const *windows, const int global[RINGX_MAILBOX_AGREE_INTS]);
 void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m);
+
+/*
+ * A region is cleared by its owner when its communicator connects, and
+ * then stamped (its last word) with a number that every member computes
+ * alike for that communicator and that no earlier user of the region had:
+ * a hash of the context id and the members, and how many communicators of
+ * that id and those members this process connected before.  A peer
+ * neither reads nor writes a region before it has seen the stamp, so no
+ * rank takes a flag that a freed communicator left there, or writes to a
+ * region its owner then clears.  No agreement orders the clearing before
+ * the peers' first access, so a communicator can connect without a
+ * message (coll_ringx_job.c).  ringx_mailbox_stamp is called once per
+ * connection, on every member (the counts stay the same on all);
+ * ringx_mailbox_close frees the counts (component close).
+ */
+uint64_t ringx_mailbox_stamp(const mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
+void ringx_mailbox_close(void);
+
+/* Whether rank's region carries this communicator's stamp yet. */
+int ringx_mailbox_stamped(mca_coll_ringx_module_t *m, int rank);
+
+/* The last word of a region's head: its stamp. */
+#define RINGX_REGION_STAMP_OFFSET (RINGX_DIRECT_RECORD_BYTES - sizeof(uint64_t))
 
 /* Whether exchange step `step` of `bytes` goes through the mailboxes: the
  * same answer on the sending and the receiving rank. */

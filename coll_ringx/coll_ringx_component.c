@@ -317,6 +317,8 @@ static int ringx_close(void)
 {
     ringx_requests_close();
     ringx_fill_close();
+    ringx_job_release();
+    ringx_mailbox_close();
     ringx_ucx_stop();
     if (mca_coll_ringx_component.output >= 0) {
         opal_output_close(mca_coll_ringx_component.output);

@@ -16,21 +16,36 @@
  *             member's record (its key, worker address and window
  *             description)
  *   mailbox   after a gather: MIN over the mailbox settings, now that
- *             every rank knows every peer's window (coll_ringx_mailbox.c)
+ *             every rank knows every peer's window (coll_ringx_mailbox.c),
+ *             and over whether every rank connected, and, on
+ *             MPI_COMM_WORLD, whether the job's facts hold everywhere
  *
  * Peers are known process-wide (coll_ringx_ucx.c): once a communicator
- * has connected, say MPI_COMM_WORLD, every later communicator of the same
- * processes costs one small allreduce, not three collectives.
+ * has connected, every later communicator of the same processes costs one
+ * small allreduce, not three collectives.  MPI_COMM_WORLD connects in
+ * MPI_Init, and a communicator of its processes then connects with no
+ * message at all, from what MPI_COMM_WORLD's connection learnt
+ * (coll_ringx_job.c).
  */
 #include "coll_ringx.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "opal/runtime/opal_progress.h"
 
 enum { C_AGREE, C_GATHER, C_MAILBOX, C_DONE };
+
+/* The mailbox agreement's integers (MIN), then the connection's own. */
+enum {
+    M_CONNECTED = RINGX_MAILBOX_AGREE_INTS, /* this rank learnt every peer */
+    M_JOB,                      /* MPI_COMM_WORLD: the job's records hold here */
+    M_SINGLE_COPY,              /* ... and single copies to every process of the node */
+    M_DIRECT_NEG,               /* minus coll_ringx_direct_buffer_bytes: their MAX */
+    M_INTS
+};
 
 /* The agreement's integers, all agreed by MAX. */
 enum {
@@ -48,6 +63,7 @@ typedef struct connect_header {
     uint64_t key;
     uint64_t address_len;
     uint64_t window_desc_len;
+    ringx_job_record_t job;         /* read on MPI_COMM_WORLD only */
 } connect_header_t;
 
 struct ringx_connect {
@@ -55,11 +71,12 @@ struct ringx_connect {
     int rc;                         /* the first error; the rank still takes part */
     struct ompi_communicator_t *comm;
     ompi_request_t *req;            /* the previous component's collective under way */
+    int agreed;                     /* through the agreement, not the job's facts */
     int agree_local[A_INTS], agree_global[A_INTS];
     size_t address_bytes, desc_bytes, record;
     char *mine, *all;
     char **windows;                 /* by rank: its window mapped here, or NULL */
-    int mailbox_local[RINGX_MAILBOX_AGREE_INTS], mailbox_global[RINGX_MAILBOX_AGREE_INTS];
+    int mailbox_local[M_INTS], mailbox_global[M_INTS];
 };
 
 static void pack_record(const ringx_connect_t *c)
@@ -72,6 +89,7 @@ static void pack_record(const ringx_connect_t *c)
     h->key = ringx_ucx_local_key();
     h->address_len = address_len;
     h->window_desc_len = desc_len;
+    ringx_job_record_mine(c->comm, &h->job);
     memcpy(c->mine + sizeof(*h), address, address_len);
     if (desc_len) {
         memcpy(c->mine + sizeof(*h) + c->address_bytes, desc, desc_len);
@@ -102,6 +120,7 @@ static int post_agree(mca_coll_ringx_module_t *m, ringx_connect_t *c)
     size_t address_len = 0, desc_len = 0;
     int *local = c->agree_local;
 
+    c->agreed = 1;
     (void)ringx_ucx_local_address(&address_len);
     (void)ringx_ucx_window_desc(&desc_len);
     local[A_NO_UCX] = !ringx_ucx_ready();
@@ -111,7 +130,7 @@ static int post_agree(mca_coll_ringx_module_t *m, ringx_connect_t *c)
     local[A_LAYOUT] = ringx_nodes_observe(m, c->comm);
     local[A_LAYOUT_NEG] = -local[A_LAYOUT];
     if (!local[A_NO_UCX] && !local[A_UNKNOWN_PEER]) {
-        ringx_mailbox_agree_local(m, c->windows, c->mailbox_local);
+        ringx_mailbox_agree_local(m, c->windows, mca_coll_ringx_should_yield(), c->mailbox_local);
     }
     for (int i = 0; i < RINGX_MAILBOX_AGREE_INTS; i++) {
         /* a rank that cannot tell yet does not sway the MIN; its
@@ -123,11 +142,10 @@ static int post_agree(mca_coll_ringx_module_t *m, ringx_connect_t *c)
                               &c->req, m->prev_iallreduce_module);
 }
 
-/* After the agreement: whether ringx can serve here at all. */
-static int usable(mca_coll_ringx_module_t *m, const ringx_connect_t *c)
+/* Whether ringx can serve here at all, once it is known whether some rank
+ * is without UCX. */
+static int usable(mca_coll_ringx_module_t *m, const ringx_connect_t *c, int without_ucx)
 {
-    int without_ucx = c->agree_global[A_NO_UCX];
-
     if (!without_ucx && m->comm_id_common && m->comm_id <= RINGX_TAG_ID_MAX) {
         return 1;
     }
@@ -184,15 +202,57 @@ static int learn_peers(mca_coll_ringx_module_t *m, ringx_connect_t *c)
     return OMPI_SUCCESS;
 }
 
+/* The job's records out of the gathered ones (MPI_COMM_WORLD). */
+static ringx_job_record_t *job_records(const ringx_connect_t *c, int p)
+{
+    ringx_job_record_t *records = malloc(sizeof(*records) * (size_t)p);
+
+    for (int r = 0; records != NULL && r < p; r++) {
+        records[r] = ((const connect_header_t *)(c->all + (size_t)r * c->record))->job;
+    }
+    return records;
+}
+
 /* Collective: every rank takes part, a rank that failed without mailboxes. */
 static int post_mailbox(mca_coll_ringx_module_t *m, ringx_connect_t *c)
 {
-    ringx_mailbox_agree_local(m, c->rc == OMPI_SUCCESS ? c->windows : NULL, c->mailbox_local);
-    return m->prev_iallreduce(c->mailbox_local, c->mailbox_global, RINGX_MAILBOX_AGREE_INTS,
-                              MPI_INT, MPI_MIN, c->comm, &c->req, m->prev_iallreduce_module);
+    int ok = c->rc == OMPI_SUCCESS, *local = c->mailbox_local;
+    ringx_job_record_t *records = ok && ringx_job_is_world(c->comm) ? job_records(c, m->size)
+                                                                    : NULL;
+
+    ringx_mailbox_agree_local(m, ok ? c->windows : NULL, mca_coll_ringx_should_yield(), local);
+    local[M_CONNECTED] = ok;
+    local[M_JOB] = records != NULL && ringx_job_holds_here(m, c->comm, c->windows, records);
+    local[M_SINGLE_COPY] = local[M_JOB] && ringx_job_single_copy_here(m, c->comm);
+    local[M_DIRECT_NEG] = -local[RINGX_MB_DIRECT];
+    free(records);
+    return m->prev_iallreduce(local, c->mailbox_global, M_INTS, MPI_INT, MPI_MIN, c->comm,
+                              &c->req, m->prev_iallreduce_module);
 }
 
-static void finish(mca_coll_ringx_module_t *m, ringx_connect_t *c)
+/* After the mailbox agreement on MPI_COMM_WORLD: the job's records kept
+ * where they hold on every rank and every rank has the same settings that
+ * a connection without agreement takes from its own. */
+static void keep_job(mca_coll_ringx_module_t *m, const ringx_connect_t *c)
+{
+    const int *g = c->mailbox_global;
+    ringx_job_record_t *records;
+
+    if (!g[M_JOB] || g[RINGX_MB_DIRECT] != -g[M_DIRECT_NEG] ||
+        g[RINGX_MB_BYTES] != -g[RINGX_MB_BYTES_NEG] ||
+        (records = job_records(c, m->size)) == NULL) {
+        RINGX_LOG(1, "%s: later communicators connect with an agreement (%s)", c->comm->c_name,
+                  !g[M_JOB] ? "some process has not mapped the windows of its node or sees the "
+                              "nodes differently"
+                            : "the ranks' coll_ringx_mailbox_bytes or "
+                              "coll_ringx_direct_buffer_bytes differ");
+        return;
+    }
+    ringx_job_keep(c->comm, records, g[M_SINGLE_COPY]);
+}
+
+/* layout_agreed: every rank sees the same nodes. */
+static void finish(mca_coll_ringx_module_t *m, ringx_connect_t *c, int layout_agreed)
 {
     if (c->rc == OMPI_SUCCESS) {
         c->rc = ringx_mailbox_connect(m, c->comm, c->windows, c->mailbox_global);
@@ -203,13 +263,17 @@ static void finish(mca_coll_ringx_module_t *m, ringx_connect_t *c)
                      "communicator", c->comm->c_name, c->rc);
         return;
     }
-    ringx_nodes_agreed(m, c->comm, c->agree_global[A_LAYOUT] == -c->agree_global[A_LAYOUT_NEG]);
+    ringx_nodes_agreed(m, c->comm, layout_agreed);
     m->state = RINGX_COMM_READY;
-    /* Read here, not at open: Open MPI sets mpi_yield_when_idle after it
-     * has selected the collectives of MPI_COMM_WORLD. */
-    ringx_ucx_set_yield(mca_coll_ringx_should_yield());
     RINGX_LOG(2, "%s connected: id %u, %d ranks (%s)", c->comm->c_name, (unsigned)m->comm_id,
-              m->size, c->all != NULL ? "worker addresses exchanged" : "every peer met before");
+              m->size, c->all != NULL   ? "worker addresses exchanged"
+                       : c->agreed     ? "every peer met before"
+                                       : "from MPI_COMM_WORLD's connection, no message");
+}
+
+static int layout_agreed(const ringx_connect_t *c)
+{
+    return c->agree_global[A_LAYOUT] == -c->agree_global[A_LAYOUT_NEG];
 }
 
 /* The connection is over: what it needed goes, and the peers too unless
@@ -245,6 +309,35 @@ static int collective_done(ringx_connect_t *c)
     return 1;
 }
 
+/* A communicator of processes of MPI_COMM_WORLD connects from what that
+ * one's connection learnt, the same on every rank: no message
+ * (coll_ringx_job.c).  Returns 0 where the job's facts do not cover it. */
+static int connect_alone(mca_coll_ringx_module_t *m, ringx_connect_t *c)
+{
+    int *g = c->mailbox_global, *node_key;
+    ringx_job_view_t v;
+
+    if (!ringx_job_covers(c->comm)) {
+        return 0;
+    }
+    node_key = malloc(sizeof(*node_key) * (size_t)m->size);
+    c->rc = node_key == NULL ? OMPI_ERR_OUT_OF_RESOURCE
+                             : ringx_job_view(m, c->comm, c->windows, node_key, &v);
+    if (c->rc == OMPI_SUCCESS && usable(m, c, 0)) {
+        ringx_nodes_from_keys(m, node_key);
+        ringx_mailbox_agree_local(m, c->windows, v.crowded, g);
+        g[RINGX_MB_SINGLE_COPY] = g[RINGX_MB_USABLE] && v.single_copy;
+        g[RINGX_MB_NODE_MIN] = v.node_ranks_min;
+        g[RINGX_MB_NODE_MAX_NEG] = -v.node_ranks_max;
+        ringx_count(&mca_coll_ringx_counters.comms_from_world, 1);
+        finish(m, c, 1);
+    } else if (c->rc != OMPI_SUCCESS) {
+        m->state = RINGX_COMM_NO_TRANSPORT;
+    }
+    free(node_key);
+    return 1;
+}
+
 int ringx_connect_start(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
 {
     ringx_connect_t *c = calloc(1, sizeof(*c));
@@ -257,9 +350,18 @@ int ringx_connect_start(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
     OBJ_RETAIN(comm);           /* the collectives below must not outlive it */
     m->connect = c;
     m->state = RINGX_COMM_CONNECTING;
+    m->mailbox.stamp = ringx_mailbox_stamp(m, comm);
     c->windows = calloc((size_t)m->size, sizeof(*c->windows));
     m->peers = calloc((size_t)m->size, sizeof(*m->peers));
-    rc = c->windows != NULL && m->peers != NULL ? post_agree(m, c) : OMPI_ERR_OUT_OF_RESOURCE;
+    if (c->windows == NULL || m->peers == NULL) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+    } else if (connect_alone(m, c)) {
+        rc = c->rc;
+        release(m);
+        return rc;
+    } else {
+        rc = post_agree(m, c);
+    }
     if (rc != OMPI_SUCCESS) {
         m->state = RINGX_COMM_NO_TRANSPORT;
         release(m);
@@ -281,7 +383,7 @@ int ringx_connect_progress(mca_coll_ringx_module_t *m)
     while (rc == OMPI_SUCCESS && c->phase != C_DONE && collective_done(c)) {
         switch (c->phase) {
         case C_AGREE:
-            if (c->rc != OMPI_SUCCESS || !usable(m, c)) {
+            if (c->rc != OMPI_SUCCESS || !usable(m, c, c->agree_global[A_NO_UCX])) {
                 c->phase = C_DONE;
             } else if (c->agree_global[A_UNKNOWN_PEER]) {
                 ringx_count(&mca_coll_ringx_counters.comms_exchanged, 1);
@@ -289,7 +391,7 @@ int ringx_connect_progress(mca_coll_ringx_module_t *m)
                 c->phase = C_GATHER;
             } else {
                 take_agreed_mailbox(c);
-                finish(m, c);
+                finish(m, c, layout_agreed(c));
                 c->phase = C_DONE;
             }
             break;
@@ -299,7 +401,13 @@ int ringx_connect_progress(mca_coll_ringx_module_t *m)
             c->phase = C_MAILBOX;
             break;
         default:
-            finish(m, c);
+            if (c->rc == OMPI_SUCCESS && !c->mailbox_global[M_CONNECTED]) {
+                c->rc = OMPI_ERROR;     /* some rank failed: none serves */
+            }
+            if (c->rc == OMPI_SUCCESS && ringx_job_is_world(c->comm)) {
+                keep_job(m, c);
+            }
+            finish(m, c, layout_agreed(c));
             c->phase = C_DONE;
             break;
         }
@@ -320,9 +428,17 @@ int ringx_connect_progress(mca_coll_ringx_module_t *m)
 int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
 {
     int rc = m->state == RINGX_COMM_UNCONNECTED ? ringx_connect_start(m, comm) : OMPI_SUCCESS;
+    int yield = -1;
 
     while (rc == OMPI_SUCCESS && (rc = ringx_connect_progress(m)) == RINGX_PENDING) {
         opal_progress();
+        /* Inside MPI_Init (MPI_COMM_WORLD), Open MPI's progress does not
+         * yield yet even where the node has more ranks than cores: ranks
+         * spinning here took 20-30 ms to connect 4 ranks on 2 cores. */
+        yield = yield < 0 ? mca_coll_ringx_should_yield() : yield;
+        if (yield) {
+            sched_yield();
+        }
     }
     /* nonblocking calls before this one may wait for the connection */
     ringx_requests_connected(m);

@@ -54,8 +54,8 @@ typedef struct exposure_record {
     uint64_t signal;                /* call number + 1 (| status) once the owner says so */
 } exposure_record_t;
 
-_Static_assert(sizeof(exposure_record_t) <= RINGX_DIRECT_RECORD_BYTES,
-               "the exposure record fits the head of a region");
+_Static_assert(sizeof(exposure_record_t) <= RINGX_REGION_STAMP_OFFSET,
+               "the exposure record fits the head of a region, before its stamp");
 
 static exposure_record_t *record_of(const mca_coll_ringx_module_t *m, int rank)
 {
@@ -83,8 +83,9 @@ static void publish(ringx_direct_t *d, const void *buf, const void *buf2, int re
 
 static int record_in(const ringx_direct_t *d, int rank)
 {
-    return __atomic_load_n(&record_of(d->m, rank)->flag, __ATOMIC_ACQUIRE) ==
-           (uint64_t)d->seq + 1;
+    return ringx_mailbox_stamped(d->m, rank) &&
+           __atomic_load_n(&record_of(d->m, rank)->flag, __ATOMIC_ACQUIRE) ==
+               (uint64_t)d->seq + 1;
 }
 
 /* Reads every peer's record (all there); 1 if every rank exposed its

@@ -39,7 +39,10 @@
 #include "coll_ringx.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <string.h>
+
+#include "opal/class/opal_hash_table.h"
 
 #include "ringx_host_reduce.h"
 
@@ -120,58 +123,141 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
  * reduced bytes, size x (p-1), stay below about 64 KiB.  Every rank must
  * use the same limit: agreed when the mailboxes connect.
  */
-static size_t whole_limit(const mca_coll_ringx_module_t *m)
+static size_t whole_limit(const mca_coll_ringx_module_t *m, int crowded)
 {
     size_t limit = 1024, shared = (size_t)64 * 1024 / (size_t)(m->size > 1 ? m->size - 1 : 1);
-    return mca_coll_ringx_should_yield() && shared > limit ? shared : limit;
+    return crowded && shared > limit ? shared : limit;
 }
 
-/* Cleared before the agreement lets any peer write to the region: a
+/* ------------------------------------------------------------- stamps */
+
+static struct {
+    pthread_mutex_t lock;
+    int made;
+    opal_hash_table_t connected;    /* by hash of (context id, members): connections */
+} stamps = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t hash_in(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h = (h ^ ((v >> (8 * i)) & 0xff)) * UINT64_C(1099511628211);
+    }
+    return h;
+}
+
+/* How many communicators of this hash connected here before (counted). */
+static uint64_t connections_before(uint64_t hash)
+{
+    void *found = NULL;
+    uint64_t before;
+
+    pthread_mutex_lock(&stamps.lock);
+    if (!stamps.made) {
+        OBJ_CONSTRUCT(&stamps.connected, opal_hash_table_t);
+        stamps.made = opal_hash_table_init(&stamps.connected, 64) == OPAL_SUCCESS;
+    }
+    if (stamps.made) {
+        (void)opal_hash_table_get_value_uint64(&stamps.connected, hash, &found);
+        (void)opal_hash_table_set_value_uint64(&stamps.connected, hash,
+                                               (void *)((uintptr_t)found + 1));
+    }
+    before = (uint64_t)(uintptr_t)found;
+    pthread_mutex_unlock(&stamps.lock);
+    return before;
+}
+
+/* Communicators of one context id exist one after the other, and each is
+ * connected by all its members or by none, so the count is the same on
+ * every member. */
+uint64_t ringx_mailbox_stamp(const mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
+{
+    uint64_t h = hash_in(UINT64_C(14695981039346656037), m->comm_id), stamp;
+
+    for (int r = 0; r < m->size; r++) {
+        const opal_process_name_t *name = &ompi_comm_peer_lookup(comm, r)->super.proc_name;
+        h = hash_in(h, ringx_ucx_key(name->jobid, name->vpid));
+    }
+    stamp = h ^ (connections_before(h) + 1) * UINT64_C(0x9e3779b97f4a7c15);
+    return stamp != 0 ? stamp : 1;      /* 0: a cleared region */
+}
+
+void ringx_mailbox_close(void)
+{
+    pthread_mutex_lock(&stamps.lock);
+    if (stamps.made) {
+        OBJ_DESTRUCT(&stamps.connected);
+        stamps.made = 0;
+    }
+    pthread_mutex_unlock(&stamps.lock);
+}
+
+static uint64_t *stamp_of(char *region)
+{
+    return (uint64_t *)(region + RINGX_REGION_STAMP_OFFSET);
+}
+
+int ringx_mailbox_stamped(mca_coll_ringx_module_t *m, int rank)
+{
+    ringx_mailbox_t *mb = &m->mailbox;
+
+    if (!mb->stamped[rank]) {
+        mb->stamped[rank] =
+            __atomic_load_n(stamp_of(mb->remote[rank]), __ATOMIC_ACQUIRE) == mb->stamp;
+    }
+    return mb->stamped[rank];
+}
+
+static void wait_stamped(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank, unsigned *idle)
+{
+    while (!ringx_mailbox_stamped(m, rank)) {
+        ringx_mem_progress(mem, idle);
+    }
+}
+
+/* Cleared before the stamp tells the peers they may use the region: a
  * communicator freed earlier may have used it, and its flags would read
  * as calls of this one.  Only what is read as a flag: the exposure record
  * and the first cache line of every slot (a slot's flag; an outbox's
  * flags), not the data, which a reader takes only after its flag.  A
  * communicator used once stores 2.4 KiB here, not its whole region (130
  * KiB with the default coll_ringx_mailbox_bytes). */
-static void clear_flags(char *region, size_t bytes)
+static void clear_and_stamp(char *region, size_t bytes, uint64_t stamp)
 {
     memset(region, 0, RINGX_DIRECT_RECORD_BYTES);
     for (size_t i = 0; bytes > 0 && i < 2 * RINGX_MAILBOX_STEPS; i++) {
         memset(region + RINGX_DIRECT_RECORD_BYTES + i * slot_stride(bytes), 0, CACHE_LINE);
     }
+    __atomic_store_n(stamp_of(region), stamp, __ATOMIC_RELEASE);
 }
 
-void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
+/* ------------------------------------------------------------ connect */
+
+void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows, int crowded,
                                int local[RINGX_MAILBOX_AGREE_INTS])
 {
-    size_t bytes = slot_bytes(), window_bytes;
-    char *window = ringx_ucx_window(&window_bytes);
+    size_t bytes = slot_bytes();
     int node_ranks = ompi_group_count_local_peers(m->comm->c_local_group);
     int ok = node_ranks == m->size && usable_here(m, windows, bytes);
 
-    m->mailbox.local = NULL;
-    if (ok) {
-        clear_flags(region_of(window, m->comm_id, bytes), bytes);
-    }
-    local[0] = ok;
-    local[1] = (int)bytes;
-    local[2] = -(int)bytes;
-    local[3] = (int)whole_limit(m);
+    local[RINGX_MB_USABLE] = ok;
+    local[RINGX_MB_BYTES] = (int)bytes;
+    local[RINGX_MB_BYTES_NEG] = -(int)bytes;
+    local[RINGX_MB_WHOLE] = (int)whole_limit(m, crowded);
     /* single copies to every peer, or no direct reads of buffers */
-    local[4] = ok && ringx_direct_single_copy(m);
-    local[5] = (int)(mca_coll_ringx_component.direct_buffer_bytes > INT_MAX
-                         ? INT_MAX
-                         : mca_coll_ringx_component.direct_buffer_bytes);
-    local[6] = node_ranks;      /* MIN: the fewest ranks on a node */
-    local[7] = -node_ranks;     /* MIN: minus the most */
+    local[RINGX_MB_SINGLE_COPY] = ok && ringx_direct_single_copy(m);
+    local[RINGX_MB_DIRECT] = (int)(mca_coll_ringx_component.direct_buffer_bytes > INT_MAX
+                                       ? INT_MAX
+                                       : mca_coll_ringx_component.direct_buffer_bytes);
+    local[RINGX_MB_NODE_MIN] = node_ranks;          /* MIN: the fewest ranks on a node */
+    local[RINGX_MB_NODE_MAX_NEG] = -node_ranks;     /* MIN: minus the most */
 }
 
 /* Records and reports the node layout the agreement found. */
 static void note_layout(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
                         const int global[RINGX_MAILBOX_AGREE_INTS])
 {
-    m->node_ranks_min = global[6];
-    m->node_ranks_max = -global[7];
+    m->node_ranks_min = global[RINGX_MB_NODE_MIN];
+    m->node_ranks_max = -global[RINGX_MB_NODE_MAX_NEG];
     if (m->node_ranks_min == m->size) {
         ringx_count(&mca_coll_ringx_counters.comms_one_node, 1);
         RINGX_LOG(2, "%s: %d ranks on one node", comm->c_name, m->size);
@@ -197,27 +283,31 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     char *window = ringx_ucx_window(&window_bytes);
 
     note_layout(m, comm, global);
-    if (!global[0] || global[1] != -global[2]) {
+    if (!global[RINGX_MB_USABLE] || global[RINGX_MB_BYTES] != -global[RINGX_MB_BYTES_NEG]) {
         RINGX_LOG(2, "%s: no mailboxes, no direct reads (%s)", comm->c_name,
                   m->node_ranks_min < m->size ? "ranks on more than one node"
-                  : !global[0] ? "some rank cannot map every peer's window, or the context id is "
-                                 "too large"
-                               : "coll_ringx_mailbox_bytes differs between ranks");
+                  : !global[RINGX_MB_USABLE]
+                      ? "some rank cannot map every peer's window, or the context id is too large"
+                      : "coll_ringx_mailbox_bytes differs between ranks");
         return OMPI_SUCCESS;
     }
     mb->remote = calloc((size_t)m->size, sizeof(*mb->remote));
-    if (mb->remote == NULL) {
+    mb->stamped = calloc((size_t)m->size, sizeof(*mb->stamped));
+    if (mb->remote == NULL || mb->stamped == NULL) {
+        ringx_mailbox_disconnect(m);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     for (int r = 0; r < m->size; r++) {
         mb->remote[r] = r == m->rank ? NULL : region_of(windows[r], m->comm_id, bytes);
     }
     mb->bytes = bytes;
-    mb->whole_bytes = (size_t)global[3];
-    mb->buffers_from = global[4] ? (size_t)global[5] : 0;
+    mb->whole_bytes = (size_t)global[RINGX_MB_WHOLE];
+    mb->buffers_from = global[RINGX_MB_SINGLE_COPY] ? (size_t)global[RINGX_MB_DIRECT] : 0;
     mb->single_copy = ringx_direct_single_copy(m);
     mb->stride = slot_stride(bytes);
     mb->local = region_of(window, m->comm_id, bytes);
+    mb->stamped[m->rank] = 1;
+    clear_and_stamp(mb->local, bytes, mb->stamp);
     RINGX_LOG(2, "%s: direct reads (%s; out of the peers' buffers from %zu bytes, 0: never); "
                  "messages up to %zu bytes go through mailboxes",
               comm->c_name, mb->single_copy ? "single copies" : "UCP gets",
@@ -228,7 +318,9 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
 void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m)
 {
     free(m->mailbox.remote);
+    free(m->mailbox.stamped);
     m->mailbox.remote = NULL;
+    m->mailbox.stamped = NULL;
     m->mailbox.local = NULL;
 }
 
@@ -247,7 +339,11 @@ int ringx_mailbox_put(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int to, uint
                       int step, const void *buf, size_t len)
 {
     char *slot = slot_of(&m->mailbox, m->mailbox.remote[to], seq, step);
-    int rc = copy_now(mem, slot + FLAG_BYTES, buf, len);
+    unsigned idle = 0;
+    int rc;
+
+    wait_stamped(m, mem, to, &idle);
+    rc = copy_now(mem, slot + FLAG_BYTES, buf, len);
 
     if (rc == OMPI_SUCCESS) {
         __atomic_store_n((uint64_t *)slot, flag_of(seq), __ATOMIC_RELEASE);
@@ -338,7 +434,10 @@ int ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank, ui
                       ringx_outbox_part_t what, unsigned *idle, const char **data)
 {
     uint64_t *flags = outbox_flags(&m->mailbox, m->mailbox.remote[rank], seq);
-    uint64_t bits = wait_flag((const char *)&flags[what], seq, mem, idle);
+    uint64_t bits;
+
+    wait_stamped(m, mem, rank, idle);
+    bits = wait_flag((const char *)&flags[what], seq, mem, idle);
 
     *data = (const char *)flags + CACHE_LINE;
     return bits == 0 ? OMPI_SUCCESS : bits & FLAG_FAILED ? OMPI_ERROR : RINGX_DIRECT_DECLINED;

@@ -155,6 +155,12 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     m->size = ompi_comm_size(comm);
     m->comm_id_common = ringx_comm_common_id(comm, &m->comm_id);
     RINGX_LOG(2, "enabled on %s (%d ranks)", comm->c_name, m->size);
+    if (ringx_job_is_world(comm)) {
+        /* now, in MPI_Init, so that every process knows every other before
+         * any later communicator connects (coll_ringx_job.c); a failure
+         * leaves the communicator to the previous component */
+        (void)ringx_module_connect(m, comm);
+    }
     return OMPI_SUCCESS;
 }
 
@@ -321,7 +327,7 @@ static int connected(mca_coll_ringx_module_t *m, struct ompi_communicator_t *com
         *rc = ringx_module_connect(m, comm);
     } else if (m->state == RINGX_COMM_UNCONNECTED) {
         *rc = ringx_connect_start(m, comm);
-        if (*rc == OMPI_SUCCESS) {
+        if (*rc == OMPI_SUCCESS && m->state == RINGX_COMM_CONNECTING) {
             ringx_requests_watch(m);
         }
     }
@@ -355,12 +361,26 @@ void ringx_count_fallback(mca_coll_ringx_module_t *m, ringx_coll_t coll, int rea
               m->comm->c_name, ringx_fallback_name((ringx_fallback_t)reason));
 }
 
+/* Whether ringx's waits yield the core, decided at the first call ringx
+ * is asked to serve: Open MPI sets mpi_yield_when_idle in MPI_Init after
+ * it has selected the collectives of MPI_COMM_WORLD. */
+static void decide_yield_once(void)
+{
+    static int decided;
+
+    if (!__atomic_load_n(&decided, __ATOMIC_RELAXED)) {
+        ringx_ucx_set_yield(mca_coll_ringx_should_yield());
+        __atomic_store_n(&decided, 1, __ATOMIC_RELAXED);
+    }
+}
+
 int ringx_admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
                 ringx_coll_t coll, int buffers, int blocking, int *rc)
 {
     int reason = buffers;
 
     *rc = OMPI_SUCCESS;
+    decide_yield_once();
     if (!mca_coll_ringx_component.enable[coll]) {
         reason = RINGX_FALLBACK_DISABLED;
     }

@@ -15,8 +15,7 @@
 #include "opal/util/proc.h"
 #include "ringx_layout.h"
 
-/* Whether a rank of comm is on this rank's node, by Open MPI's locality. */
-static int on_my_node(struct ompi_communicator_t *comm, int rank)
+int ringx_nodes_on_my_node(struct ompi_communicator_t *comm, int rank)
 {
     const ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
     return rank == ompi_comm_rank(comm) || OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags);
@@ -29,7 +28,7 @@ static void node_keys(struct ompi_communicator_t *comm, int p, int *key, const c
     for (int r = 0; r < p; r++) {
         key[r] = -1;
         host[r] = NULL;
-        if (on_my_node(comm, r)) {
+        if (ringx_nodes_on_my_node(comm, r)) {
             continue;
         }
         host[r] = opal_get_proc_hostname(&ompi_comm_peer_lookup(comm, r)->super);
@@ -56,23 +55,18 @@ static int place_ranks(ringx_nodes_t *n, int p, const int *node_of, const int *l
     return 1;
 }
 
-int ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
+/* Lays m's ranks out from their node keys; returns a hash of the layout
+ * (0: nothing laid out). */
+static int lay_out(mca_coll_ringx_module_t *m, const int *key)
 {
     ringx_nodes_t *n = &m->nodes;
     int p = m->size, hash;
-    int *ints = NULL;
-    const char **host = NULL;
+    int *ints = calloc(3 * (size_t)p, sizeof(*ints));
 
-    ringx_nodes_release(m);
-    /* one node, or more ranks than the schedules' steps: nothing to lay out */
-    if (ompi_group_count_local_peers(comm->c_local_group) == p || p > RINGX_XSCHED_MAX_STEPS ||
-        (ints = calloc(4 * (size_t)p, sizeof(*ints))) == NULL ||
-        (host = malloc(sizeof(*host) * (size_t)p)) == NULL) {
-        free(ints);
+    if (ints == NULL) {
         return 0;
     }
-    int *key = ints, *node_of = ints + p, *local_of = ints + 2 * p, *node_size = ints + 3 * p;
-    node_keys(comm, p, key, host);
+    int *node_of = ints, *local_of = ints + p, *node_size = ints + 2 * p;
     n->nnodes = ringx_layout_number(p, key, node_of, local_of, node_size);
     n->node_ranks = ringx_layout_even(n->nnodes, node_size);
     n->node = node_of[m->rank];
@@ -81,9 +75,46 @@ int ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
     if (n->node_ranks == 0 || !place_ranks(n, p, node_of, local_of)) {
         n->node_ranks = 0;
     }
-    free(host);
     free(ints);
     return hash;
+}
+
+/* Whether m's ranks may be laid out: on more than one node, and no more
+ * than the schedules' steps. */
+static int worth_laying_out(const mca_coll_ringx_module_t *m, int one_node)
+{
+    return !one_node && m->size <= RINGX_XSCHED_MAX_STEPS;
+}
+
+int ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
+{
+    int p = m->size, hash = 0;
+    int *key = NULL;
+    const char **host = NULL;
+
+    ringx_nodes_release(m);
+    if (worth_laying_out(m, ompi_group_count_local_peers(comm->c_local_group) == p) &&
+        (key = malloc(sizeof(*key) * (size_t)p)) != NULL &&
+        (host = malloc(sizeof(*host) * (size_t)p)) != NULL) {
+        node_keys(comm, p, key, host);
+        hash = lay_out(m, key);
+    }
+    free(host);
+    free(key);
+    return hash;
+}
+
+void ringx_nodes_from_keys(mca_coll_ringx_module_t *m, const int *node_key)
+{
+    int one_node = 1;
+
+    ringx_nodes_release(m);
+    for (int r = 1; r < m->size; r++) {
+        one_node = one_node && node_key[r] == node_key[0];
+    }
+    if (worth_laying_out(m, one_node)) {
+        (void)lay_out(m, node_key);
+    }
 }
 
 static const char *unused_why(const ringx_nodes_t *n, int agreed)

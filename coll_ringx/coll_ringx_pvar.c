@@ -100,7 +100,10 @@ static const struct {
       &mca_coll_ringx_counters.comms_multi_node },
     { "comms_exchanged", "communicators whose connection exchanged worker addresses because some "
       "member met a process it had not met in an earlier communicator; the others connected "
-      "with one small agreement", &mca_coll_ringx_counters.comms_exchanged },
+      "with one small agreement, or none", &mca_coll_ringx_counters.comms_exchanged },
+    { "comms_from_world", "communicators connected without any message: every member is a "
+      "process of MPI_COMM_WORLD, whose connection in MPI_Init told every process what it needs "
+      "of every other", &mca_coll_ringx_counters.comms_from_world },
     { "comms_hierarchical", "communicators ringx connected across nodes with the same number of "
       "ranks (2 or more) on every node: the hierarchical algorithms may serve them",
       &mca_coll_ringx_counters.comms_hierarchical },

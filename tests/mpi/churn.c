@@ -4,17 +4,21 @@
  * Libraries that make a communicator per operation (dup, split) make
  * ringx connect thousands of times.  Each iteration here makes one
  * (MPI_Comm_dup, MPI_Comm_split into halves, MPI_Comm_split with the
- * ranks reversed, in turn), runs one of the three collectives on it with
- * a count that changes, checks the result against a reference computed
- * here, and frees it.  Proven through the pvars: ringx served every call
- * on a communicator of two ranks or more and connected every such
- * communicator, and after MPI_COMM_WORLD had connected no connection
- * exchanged worker addresses (coll_ringx_comms_exchanged: each needed one
- * small agreement only).  The resident set size and the number of open
- * file descriptors must stay flat: measured after the first tenth of the
- * iterations and at the end.
+ * ranks reversed, in turn), runs one of the three collectives on it
+ * --calls times with a count that changes, checks every result against a
+ * reference computed here, and frees it.  Proven through the pvars: ringx
+ * served every call on a communicator of two ranks or more and connected
+ * every such communicator, and every one without a message
+ * (coll_ringx_comms_from_world: from what MPI_COMM_WORLD's connection in
+ * MPI_Init learnt) and with no exchange of worker addresses
+ * (coll_ringx_comms_exchanged).  The calls go through the mailboxes and
+ * outboxes, in shared memory that earlier communicators of the same
+ * context id wrote: a flag left there, or a peer's write before the owner
+ * has cleared it, would give a wrong result or a hang.  The resident set size and the number of open file descriptors must stay
+ * flat: measured after the first tenth of the iterations and at the end.
  *
- *   churn [--iterations N] [--rss-growth-kib K]   (defaults 10000, 1024)
+ *   churn [--iterations N] [--calls C] [--rss-growth-kib K]
+ *                                       (defaults 10000, 1, 1024)
  */
 #include <dirent.h>
 #include <mpi.h>
@@ -29,7 +33,7 @@
 static const char *const colls[] = { "allreduce", "allgather", "reduce_scatter_block" };
 enum { NCOLLS = 3, MAX_COUNT = 7, MAX_RANKS = 64 };
 
-static int world_rank, world_size;
+static int world_rank, world_size, calls = 1;
 
 /* Iteration i's communicator. */
 static MPI_Comm make_comm(int i)
@@ -127,15 +131,37 @@ static unsigned long long comms_connected(void)
     return counter("coll_ringx_comms_one_node") + counter("coll_ringx_comms_multi_node");
 }
 
-/* Whether ringx served the call and connected the communicator: the
- * counters read around the call alone, as the making of the communicator
- * runs collectives of its own on MPI_COMM_WORLD. */
+/* Iteration i's calls on comm, each checked; 1 if all were right.  In
+ * every fourth iteration one rank comes late to every call, so that the
+ * others reach the shared memory first: they would take a flag that a
+ * freed communicator left in this rank's region, or write to the region
+ * before this rank has cleared it. */
+static int calls_checked(int i, int coll, int count, MPI_Comm comm)
+{
+    int right = 1, rank, size;
+
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (int k = 0; k < calls; k++) {
+        if (i % 4 == 0 && rank == (i / 4) % size) {
+            usleep(200);
+        }
+        right = call_checked(i + k, coll, count, comm) && right;
+    }
+    return right;
+}
+
+/* Whether ringx served the calls and connected the communicator, without
+ * a message: the counters read around the calls alone, as the making of
+ * the communicator runs collectives of its own on MPI_COMM_WORLD. */
 static int served_by_ringx(int i, int coll, int count, MPI_Comm comm, int *right)
 {
-    unsigned long long served = rx_served(colls[coll]), comms = comms_connected();
+    unsigned long long served = rx_served(colls[coll]), comms = comms_connected(),
+                       quiet = counter("coll_ringx_comms_from_world");
 
-    *right = call_checked(i, coll, count, comm);
-    return rx_served(colls[coll]) - served == 1 && comms_connected() - comms == 1;
+    *right = calls_checked(i, coll, count, comm);
+    return rx_served(colls[coll]) - served == (unsigned long long)calls &&
+           comms_connected() - comms == 1 && counter("coll_ringx_comms_from_world") - quiet == 1;
 }
 
 int main(int argc, char **argv)
@@ -150,6 +176,8 @@ int main(int argc, char **argv)
     for (int a = 1; a + 1 < argc; a += 2) {
         if (strcmp(argv[a], "--iterations") == 0) {
             iterations = atoi(argv[a + 1]);
+        } else if (strcmp(argv[a], "--calls") == 0) {
+            calls = atoi(argv[a + 1]);
         } else if (strcmp(argv[a], "--rss-growth-kib") == 0) {
             growth_kib = atol(argv[a + 1]);
         }
@@ -167,7 +195,7 @@ int main(int argc, char **argv)
         if (size > 1) {
             unproven += !served_by_ringx(i, coll, count, comm, &right);
         } else {
-            right = call_checked(i, coll, count, comm);     /* not ringx's: one rank */
+            right = calls_checked(i, coll, count, comm);    /* not ringx's: one rank */
         }
         wrong += !right;
         MPI_Comm_free(&comm);
@@ -181,7 +209,7 @@ int main(int argc, char **argv)
 
     rx_check(NULL, wrong == 0, "%d of %d iterations gave wrong results", wrong, iterations);
     rx_check(NULL, unproven == 0, "%d of %d iterations not served by ringx on a communicator it "
-             "connected for them", unproven, iterations);
+             "connected for them without a message", unproven, iterations);
     rx_check(NULL, counter("coll_ringx_comms_exchanged") == exchanged0,
              "%llu connections exchanged worker addresses although every peer was known",
              counter("coll_ringx_comms_exchanged") - exchanged0);
@@ -191,9 +219,9 @@ int main(int argc, char **argv)
     rx_check(NULL, fds_end == fds_early, "open file descriptors: %d, then %d", fds_early,
              fds_end);
     if (world_rank == 0) {
-        printf("churn: %d communicators made, used once and freed; resident set %ld KiB after "
-               "%d, %ld KiB after %d; %d open files\n", iterations, rss_early, iterations / 10,
-               rss_end, iterations, fds_end);
+        printf("churn: %d communicators made, used %d times and freed; resident set %ld KiB "
+               "after %d, %ld KiB after %d; %d open files\n", iterations, calls, rss_early,
+               iterations / 10, rss_end, iterations, fds_end);
     }
     rx_pvar_finalize();
     int status = rx_finish("churn");
