@@ -18,13 +18,12 @@ const char *human(size_t bytes, char *buf, size_t len)
 {
     const char *units[] = { "B", "KiB", "MiB", "GiB" };
     int u = 0;
-    double v = (double)bytes;
-    while (v >= 1024 && u < 3 && bytes % 1024 == 0) {
-        v /= 1024;
+    /* whole units only, so that sizes such as 2^31+2 bytes print exactly */
+    while (bytes >= 1024 && u < 3 && bytes % 1024 == 0) {
         bytes /= 1024;
         u++;
     }
-    snprintf(buf, len, "%g %s", v, units[u]);
+    snprintf(buf, len, "%zu %s", bytes, units[u]);
     return buf;
 }
 

@@ -84,7 +84,9 @@ int ringx_handback_allgather(const void *sbuf, int scount, struct ompi_datatype_
 
 /* The whole vector reduced everywhere, then the own block kept: point to
  * point only, unlike the base reduce_scatter_block, which calls the
- * table's reduce and scatter. */
+ * table's reduce and scatter.  The base allreduce takes an int count, and
+ * the vector (rcount per rank) may hold more elements: it goes in pieces
+ * of at most INT_MAX. */
 int ringx_handback_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                         struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                         struct ompi_communicator_t *comm,
@@ -92,14 +94,12 @@ int ringx_handback_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount
 {
     size_t total = (size_t)rcount * (size_t)m->size;
     ptrdiff_t lb, extent, true_lb, true_extent;
+    const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     char *scratch;
-    int rc;
+    int rc = OMPI_SUCCESS;
 
     if (total == 0) {
         return OMPI_SUCCESS;
-    }
-    if (total > INT_MAX) {
-        return OMPI_ERR_NOT_SUPPORTED;
     }
     ompi_datatype_get_extent(dtype, &lb, &extent);
     ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
@@ -107,8 +107,12 @@ int ringx_handback_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount
     if (scratch == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    rc = ringx_handback_allreduce(sbuf == MPI_IN_PLACE ? rbuf : sbuf, scratch - true_lb,
-                                  (int)total, dtype, op, comm, m);
+    for (size_t done = 0; rc == OMPI_SUCCESS && done < total; done += INT_MAX) {
+        size_t n = total - done < INT_MAX ? total - done : INT_MAX;
+        ptrdiff_t at = (ptrdiff_t)done * extent;
+        rc = ringx_handback_allreduce(input + at, scratch - true_lb + at, (int)n, dtype, op,
+                                      comm, m);
+    }
     if (rc == OMPI_SUCCESS) {
         rc = ompi_datatype_copy_content_same_ddt(
             dtype, rcount, rbuf, scratch - true_lb + (ptrdiff_t)m->rank * rcount * extent);
