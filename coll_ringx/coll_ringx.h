@@ -564,6 +564,19 @@ int ringx_job_view(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
  * algorithms where the nodes are laid out for them. */
 int ringx_layout_of(const mca_coll_ringx_module_t *m, int direct_ok);
 
+/* Some of the communicator's ranks running a log(p) schedule among
+ * themselves: this rank is member `rank` of `size`, and member i is
+ * communicator rank ranks[i] (ranks NULL: i itself). */
+typedef struct ringx_group {
+    int rank, size;
+    const int *ranks;
+} ringx_group_t;
+
+/* Recursive doubling of bytes among the group, folded where its size is
+ * not a power of two: ringx_doubling_steps(size) steps (coll_ringx_allreduce.c). */
+void ringx_allreduce_doubling(ringx_xsched_t *s, const ringx_group_t *g, const char *input,
+                              char *result, size_t bytes);
+
 /* The hierarchical algorithms' builders (coll_ringx_hierarchical.c). */
 int ringx_hier_build_allreduce(ringx_call_t *c, ringx_alg_t alg);
 int ringx_hier_build_allgather(ringx_call_t *c, ringx_alg_t alg);

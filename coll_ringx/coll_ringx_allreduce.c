@@ -76,37 +76,43 @@ static int build_ring(ringx_call_t *c, ringx_alg_t alg)
     return OMPI_SUCCESS;
 }
 
+/* The communicator rank of group member i. */
+static int member(const ringx_group_t *g, int i)
+{
+    return g->ranks != NULL ? g->ranks[i] : i;
+}
+
 /*
  * The fold around the power-of-two part of a log(p) schedule: one step in
  * (where this rank's data is afterwards, NULL for a rank folded away), one
  * step out.  Every rank takes both steps, empty or not, so that step
  * numbers agree.
  */
-static const char *fold_in(ringx_xsched_t *s, int rank, const char *input, char *result,
-                           size_t bytes)
+static const char *fold_in(ringx_xsched_t *s, const ringx_group_t *g, const char *input,
+                           char *result, size_t bytes)
 {
-    int rem = s->module->size - ringx_pof2_floor(s->module->size);
+    int rank = g->rank, rem = g->size - ringx_pof2_floor(g->size);
     if (rank >= 2 * rem) {
         ringx_xsched_skip(s);
         return input;
     }
     if (rank % 2) {
-        ringx_xsched_reduce(s, rank - 1, result, input, bytes);
+        ringx_xsched_reduce(s, member(g, rank - 1), result, input, bytes);
         return result;
     }
-    ringx_xsched_send(s, rank + 1, input, bytes);
+    ringx_xsched_send(s, member(g, rank + 1), input, bytes);
     return NULL;
 }
 
-static void fold_out(ringx_xsched_t *s, int rank, char *result, size_t bytes)
+static void fold_out(ringx_xsched_t *s, const ringx_group_t *g, char *result, size_t bytes)
 {
-    int rem = s->module->size - ringx_pof2_floor(s->module->size);
+    int rank = g->rank, rem = g->size - ringx_pof2_floor(g->size);
     if (rank >= 2 * rem) {
         ringx_xsched_skip(s);
     } else if (rank % 2) {
-        ringx_xsched_send(s, rank - 1, result, bytes);
+        ringx_xsched_send(s, member(g, rank - 1), result, bytes);
     } else {
-        ringx_xsched_recv(s, rank + 1, result, bytes);
+        ringx_xsched_recv(s, member(g, rank + 1), result, bytes);
     }
 }
 
@@ -118,32 +124,22 @@ static void skip_steps(ringx_xsched_t *s, int nsteps)
     }
 }
 
-static int log2_of(int pof2)
+void ringx_allreduce_doubling(ringx_xsched_t *s, const ringx_group_t *g, const char *input,
+                              char *result, size_t bytes)
 {
-    int k = 0;
-    while ((1 << k) < pof2) {
-        k++;
-    }
-    return k;
-}
-
-static void recursive_doubling_steps(ringx_xsched_t *s, const char *input, char *result,
-                                     size_t bytes)
-{
-    int rank = s->module->rank, p = s->module->size, pof2 = ringx_pof2_floor(p);
-    int newrank = ringx_fold_newrank(rank, p);
-    const char *cur = fold_in(s, rank, input, result, bytes);
+    int p = g->size, pof2 = ringx_pof2_floor(p), newrank = ringx_fold_newrank(g->rank, p);
+    const char *cur = fold_in(s, g, input, result, bytes);
 
     if (newrank < 0) {
-        skip_steps(s, log2_of(pof2));
+        skip_steps(s, ringx_log2_pof2(pof2));
     }
     for (int mask = 1; newrank >= 0 && mask < pof2; mask <<= 1) {
-        int partner = ringx_fold_rank(newrank ^ mask, p);
+        int partner = member(g, ringx_fold_rank(newrank ^ mask, p));
         ringx_xsched_reduce(s, partner, result, cur, bytes);
         ringx_xsched_also_send(s, partner, cur, bytes);
         cur = result;
     }
-    fold_out(s, rank, result, bytes);
+    fold_out(s, g, result, bytes);
 }
 
 /* Byte offset of chunk c of count elements cut into pof2 chunks. */
@@ -152,19 +148,18 @@ static size_t chunk_offset(const ringx_xsched_t *s, size_t count, int pof2, int 
     return ringx_block_offset(count, pof2, c) * s->elem_size;
 }
 
-static void rabenseifner_steps(ringx_xsched_t *s, const char *input, char *result,
-                               size_t count)
+static void rabenseifner_steps(ringx_xsched_t *s, const ringx_group_t *g, const char *input,
+                               char *result, size_t count)
 {
-    int rank = s->module->rank, p = s->module->size, pof2 = ringx_pof2_floor(p);
-    int newrank = ringx_fold_newrank(rank, p);
+    int p = g->size, pof2 = ringx_pof2_floor(p), newrank = ringx_fold_newrank(g->rank, p);
     size_t bytes = count * s->elem_size;
-    const char *cur = fold_in(s, rank, input, result, bytes);
+    const char *cur = fold_in(s, g, input, result, bytes);
 
     if (newrank < 0) {
-        skip_steps(s, 2 * log2_of(pof2));
+        skip_steps(s, 2 * ringx_log2_pof2(pof2));
     }
     for (int mask = pof2 / 2; newrank >= 0 && mask >= 1; mask /= 2) {
-        int partner = ringx_fold_rank(newrank ^ mask, p), klo, khi, slo, shi;
+        int partner = member(g, ringx_fold_rank(newrank ^ mask, p)), klo, khi, slo, shi;
         ringx_halving_ranges(newrank, mask, &klo, &khi, &slo, &shi);
         size_t keep = chunk_offset(s, count, pof2, klo), send = chunk_offset(s, count, pof2, slo);
         ringx_xsched_reduce(s, partner, result + keep, cur + keep,
@@ -174,7 +169,7 @@ static void rabenseifner_steps(ringx_xsched_t *s, const char *input, char *resul
         cur = result;
     }
     for (int mask = 1; newrank >= 0 && mask < pof2; mask <<= 1) {
-        int partner = ringx_fold_rank(newrank ^ mask, p);
+        int partner = member(g, ringx_fold_rank(newrank ^ mask, p));
         int mine = ringx_doubling_window(newrank, mask);
         int theirs = ringx_doubling_window(newrank ^ mask, mask);
         size_t in = chunk_offset(s, count, pof2, theirs), out = chunk_offset(s, count, pof2, mine);
@@ -183,21 +178,22 @@ static void rabenseifner_steps(ringx_xsched_t *s, const char *input, char *resul
         ringx_xsched_also_send(s, partner, result + out,
                                chunk_offset(s, count, pof2, mine + mask) - out);
     }
-    fold_out(s, rank, result, bytes);
+    fold_out(s, g, result, bytes);
 }
 
 static int build_log(ringx_call_t *c, ringx_alg_t alg)
 {
     ringx_xsched_t *s = &c->sched.u.xs;
+    const ringx_group_t all = { c->m->rank, c->m->size, NULL };
 
     c->sched.engine = RINGX_ENGINE_EXCHANGE;
     ringx_xsched_init(s, c->m, &c->mem, RINGX_COLL_ALLREDUCE, c->red, c->elem_size,
                       c->count * c->elem_size);
     s->mailboxes = c->blocking;
     if (alg == RINGX_ALG_RECURSIVE_DOUBLING) {
-        recursive_doubling_steps(s, c->input, c->result, s->total_bytes);
+        ringx_allreduce_doubling(s, &all, c->input, c->result, s->total_bytes);
     } else {
-        rabenseifner_steps(s, c->input, c->result, c->count);
+        rabenseifner_steps(s, &all, c->input, c->result, c->count);
     }
     return OMPI_SUCCESS;
 }

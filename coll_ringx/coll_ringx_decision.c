@@ -75,8 +75,8 @@ static const unsigned algs_of[RINGX_COLL_COUNT] = {
  * were measured with the ranks on one node and direct reads off.
  *
  * Across nodes with as many ranks (2 or more) on each, the hierarchical
- * algorithms above the latency-bound sizes (above 4 KiB; the bands up to
- * 8 and 16 KiB keep the flat choice where they cannot run).  On test hosts of this project (network
+ * algorithms at every size: through one leader per node for small calls,
+ * rings above (coll_ringx_hierarchical.c).  On test hosts of this project (network
  * namespaces, links shaped to 1 Gbit/s by tbf, UCX over TCP between
  * hosts), 2 hosts x 2 ranks, against the stock collectives: allreduce
  * 16 KiB - 1 MiB 0.9-1.3x where Rabenseifner gave 0.5-1.2x (its first
@@ -88,31 +88,25 @@ static const unsigned algs_of[RINGX_COLL_COUNT] = {
  * allgather from 64 KiB 1.9-2.3x against 1.1-2.4x, reduce_scatter_block
  * from 64 KiB 1.2-5.5x against 0.9-4.7x.  Below those sizes the flat
  * log(p) algorithms were as fast or faster (allreduce 32 B - 1 KiB at 2
- * x 2: 1.4-1.5x against 0.9-1.0x).  Timed one by one (ringx_bench
- * --write-rules, 2 hosts x 2 ranks, 3 rounds): allreduce 4 KiB 36 us
- * hierarchical against 46 us recursive doubling, 8 KiB 55 against 99
- * (the stock collectives 56); allgather 8 KiB 36 against 47, reduce_scatter_block
- * 8 KiB 35 against recursive halving's 54; at 1-2 KiB the log(p) algorithms were
- * as fast or faster.  At 3 hosts x 2 ranks the hierarchical allreduce has
- * more steps and gave up ground below 8 KiB (4 KiB: 132 us against
- * recursive doubling's 74; 8 KiB: 142 against 92, the stock collectives
- * 138), the others were ahead from 12 KiB (allgather 1.27x the stock
- * collectives against Bruck's 1.09x, reduce_scatter_block 1.38x against
- * 1.04x).
+ * x 2: 1.4-1.5x against 0.9-1.0x, before the leaders).  Timed one by
+ * one (ringx_bench --write-rules, 3 rounds), 2 hosts x 2 ranks: allreduce
+ * 8 B - 8 KiB 22-59 us hierarchical (leaders) against 24-93 us recursive
+ * doubling, allgather 22-32 us against 24-64, reduce_scatter_block 23-33
+ * us against 26-60 us recursive halving; 3 hosts x 2 ranks: allreduce
+ * 30-50 us against 38-67 up to 4 KiB, allgather 34-52 us against Bruck's
+ * 52-117 (neighbour exchange, 33-52 us, does not run on odd node counts),
+ * reduce_scatter_block 33-55 us against 35-121.
  *
  * One run per algorithm, forced through the MCA variables.  Machines
  * differ: a rules file measured on the machine replaces these.
  */
 static const char *const builtin_defaults[RINGX_COLL_COUNT] = {
-    [RINGX_COLL_ALLREDUCE] = "4K:direct_read|recursive_doubling,"
-                             "8K:direct_read|hierarchical|recursive_doubling,"
+    [RINGX_COLL_ALLREDUCE] = "8K:direct_read|hierarchical|recursive_doubling,"
                              "1M:direct_read|hierarchical|rabenseifner,"
                              "direct_read|hierarchical|rabenseifner|ring",
-    [RINGX_COLL_ALLGATHER] = "4K:direct_read|recursive_doubling,"
-                             "16K:direct_read|hierarchical|recursive_doubling,"
+    [RINGX_COLL_ALLGATHER] = "16K:direct_read|hierarchical|recursive_doubling,"
                              "direct_read|hierarchical|recursive_doubling|neighbor_exchange",
-    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "4K:direct_read|recursive_halving,"
-                                        "16K:direct_read|hierarchical|recursive_halving,"
+    [RINGX_COLL_REDUCE_SCATTER_BLOCK] = "16K:direct_read|hierarchical|recursive_halving,"
                                         "2M:direct_read|hierarchical|recursive_halving|ring,"
                                         "direct_read|hierarchical|ring",
 };

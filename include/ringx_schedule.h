@@ -101,6 +101,23 @@ static inline int ringx_pof2_floor(int p)
     return k;
 }
 
+/* log2 of a power of two. */
+static inline int ringx_log2_pof2(int pof2)
+{
+    int k = 0;
+    while ((1 << k) < pof2) {
+        k++;
+    }
+    return k;
+}
+
+/* The steps of a folded log(p) exchange (recursive doubling): the fold in,
+ * log2 of the power-of-two part, the fold out; every rank takes them all. */
+static inline int ringx_doubling_steps(int p)
+{
+    return 2 + ringx_log2_pof2(ringx_pof2_floor(p));
+}
+
 static inline int ringx_is_pof2(int p)
 {
     return p > 0 && (p & (p - 1)) == 0;

@@ -598,7 +598,7 @@ START_TEST(decision_hierarchical_needs_even_nodes)
                              RINGX_ALG_HIERARCHICAL);
             ck_assert_int_eq(ringx_decide(c, RINGX_ALG_AUTO, 64 << 20, p, RINGX_LAYOUT_NODES).alg,
                              RINGX_ALG_HIERARCHICAL);
-            ck_assert_int_ne(ringx_decide(c, RINGX_ALG_AUTO, 1024, p, RINGX_LAYOUT_NODES).alg,
+            ck_assert_int_eq(ringx_decide(c, RINGX_ALG_AUTO, 1024, p, RINGX_LAYOUT_NODES).alg,
                              RINGX_ALG_HIERARCHICAL);
             ck_assert_int_ne(ringx_decide(c, RINGX_ALG_AUTO, 1 << 20, p, RINGX_LAYOUT_FLAT).alg,
                              RINGX_ALG_HIERARCHICAL);
@@ -608,10 +608,10 @@ START_TEST(decision_hierarchical_needs_even_nodes)
         ringx_coll_t c = (ringx_coll_t)coll;
         ringx_alg_t flat = c == RINGX_COLL_REDUCE_SCATTER_BLOCK ? RINGX_ALG_RECURSIVE_HALVING
                                                                 : RINGX_ALG_RECURSIVE_DOUBLING;
-        /* above 4 KiB across even nodes; the flat choice stays below 8-16 KiB */
-        ck_assert_int_eq(ringx_decide(c, RINGX_ALG_AUTO, 8192, 4, RINGX_LAYOUT_NODES).alg,
+        /* every size across even nodes; elsewhere the flat choice below 8-16 KiB */
+        ck_assert_int_eq(ringx_decide(c, RINGX_ALG_AUTO, 8, 4, RINGX_LAYOUT_NODES).alg,
                          RINGX_ALG_HIERARCHICAL);
-        ck_assert_int_eq(ringx_decide(c, RINGX_ALG_AUTO, 4096, 4, RINGX_LAYOUT_NODES).alg, flat);
+        ck_assert_int_eq(ringx_decide(c, RINGX_ALG_AUTO, 4096, 4, RINGX_LAYOUT_FLAT).alg, flat);
         ck_assert_int_eq(ringx_decide(c, RINGX_ALG_AUTO, 8192, 4, RINGX_LAYOUT_FLAT).alg, flat);
     }
 }
