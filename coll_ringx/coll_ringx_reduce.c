@@ -190,21 +190,27 @@ void ringx_host_reduce(void *dst, const void *a, const void *b, size_t n,
 /* Elements per round of the double accumulators (on the stack). */
 #define WIDE_CHUNK 256
 
-/* Up to two doubles per element (complex): acc[2 * i], acc[2 * i + 1]. */
+/* Doubles per element: two for complex. */
+static size_t wide_width(ringx_type_t type)
+{
+    return type == RINGX_TYPE_CFLOAT ? 2 : 1;
+}
+
+/* n elements of src into acc, one or two doubles each.  The type is
+ * tested once, not per element, so that the loops vectorise. */
 static void widen(double *acc, const void *src, size_t n, ringx_type_t type)
 {
     const float *f = src;
     const uint16_t *h = src;
 
-    for (size_t i = 0; i < n; i++) {
-        if (type == RINGX_TYPE_FLOAT16) {
-            acc[2 * i] = ringx_half_to_float(h[i]);
-        } else if (type == RINGX_TYPE_FLOAT) {
-            acc[2 * i] = f[i];
-        } else {
-            acc[2 * i] = f[2 * i];
-            acc[2 * i + 1] = f[2 * i + 1];
+    if (type == RINGX_TYPE_FLOAT16) {
+        for (size_t i = 0; i < n; i++) {
+            acc[i] = ringx_half_to_float(h[i]);
         }
+        return;
+    }
+    for (size_t i = 0; i < n * wide_width(type); i++) {
+        acc[i] = f[i];
     }
 }
 
@@ -212,19 +218,22 @@ static void accumulate(double *acc, const void *src, size_t n, ringx_type_t type
                        ringx_op_t op)
 {
     double x[2 * WIDE_CHUNK];
+    size_t values = n * wide_width(type);
 
     widen(x, src, n, type);
-    for (size_t i = 0; i < n; i++) {
-        double *a = acc + 2 * i, *b = x + 2 * i;
-        if (type != RINGX_TYPE_CFLOAT) {
-            a[0] = op == RINGX_OP_SUM ? a[0] + b[0] : a[0] * b[0];
-        } else if (op == RINGX_OP_SUM) {
-            a[0] += b[0];
-            a[1] += b[1];
-        } else {
-            const double re = a[0] * b[0] - a[1] * b[1];
-            a[1] = a[0] * b[1] + a[1] * b[0];
-            a[0] = re;
+    if (op == RINGX_OP_SUM) {
+        for (size_t i = 0; i < values; i++) {
+            acc[i] += x[i];
+        }
+    } else if (type != RINGX_TYPE_CFLOAT) {
+        for (size_t i = 0; i < values; i++) {
+            acc[i] *= x[i];
+        }
+    } else {
+        for (size_t i = 0; i < values; i += 2) {
+            const double re = acc[i] * x[i] - acc[i + 1] * x[i + 1];
+            acc[i + 1] = acc[i] * x[i + 1] + acc[i + 1] * x[i];
+            acc[i] = re;
         }
     }
 }
@@ -250,23 +259,28 @@ static void narrow(void *dst, const double *acc, size_t n, ringx_type_t type)
     float *f = dst;
     uint16_t *h = dst;
 
-    for (size_t i = 0; i < n; i++) {
-        if (type == RINGX_TYPE_FLOAT16) {
-            h[i] = double_to_half(acc[2 * i]);
-        } else if (type == RINGX_TYPE_FLOAT) {
-            f[i] = (float)acc[2 * i];
-        } else {
-            f[2 * i] = (float)acc[2 * i];
-            f[2 * i + 1] = (float)acc[2 * i + 1];
+    if (type == RINGX_TYPE_FLOAT16) {
+        for (size_t i = 0; i < n; i++) {
+            h[i] = double_to_half(acc[i]);
         }
+        return;
+    }
+    for (size_t i = 0; i < n * wide_width(type); i++) {
+        f[i] = (float)acc[i];
     }
 }
 
-static int accumulates_wide(ringx_type_t type, ringx_op_t op)
+/* Whether k inputs are accumulated in double.  Two floats' sum or product,
+ * and two complex floats' sum, are exact in double: rounded once to float,
+ * they are what float arithmetic gives, so two inputs need no widening. */
+static int accumulates_wide(int k, ringx_type_t type, ringx_op_t op)
 {
-    return (op == RINGX_OP_SUM || op == RINGX_OP_PROD) &&
-           (type == RINGX_TYPE_FLOAT || type == RINGX_TYPE_CFLOAT ||
-            type == RINGX_TYPE_FLOAT16);
+    int wide_type = type == RINGX_TYPE_FLOAT || type == RINGX_TYPE_CFLOAT ||
+                    type == RINGX_TYPE_FLOAT16;
+    int exact_in_float = k == 2 && (type == RINGX_TYPE_FLOAT ||
+                                    (type == RINGX_TYPE_CFLOAT && op == RINGX_OP_SUM));
+
+    return (op == RINGX_OP_SUM || op == RINGX_OP_PROD) && wide_type && !exact_in_float;
 }
 
 void ringx_host_reduce_all(void *dst, const void *const *in, int k, size_t n,
@@ -277,7 +291,7 @@ void ringx_host_reduce_all(void *dst, const void *const *in, int k, size_t n,
     if (k < 1 || elem == 0) {
         return;
     }
-    if (k == 1 || !accumulates_wide(type, op)) {
+    if (k == 1 || !accumulates_wide(k, type, op)) {
         if (k == 1 && dst != in[0]) {
             memmove(dst, in[0], n * elem);
         }
