@@ -116,14 +116,6 @@ static void fold_out(ringx_xsched_t *s, const ringx_group_t *g, char *result, si
     }
 }
 
-/* The power-of-two part: nsteps steps, empty on a rank folded away. */
-static void skip_steps(ringx_xsched_t *s, int nsteps)
-{
-    for (int i = 0; i < nsteps; i++) {
-        ringx_xsched_skip(s);
-    }
-}
-
 void ringx_allreduce_doubling(ringx_xsched_t *s, const ringx_group_t *g, const char *input,
                               char *result, size_t bytes)
 {
@@ -131,7 +123,7 @@ void ringx_allreduce_doubling(ringx_xsched_t *s, const ringx_group_t *g, const c
     const char *cur = fold_in(s, g, input, result, bytes);
 
     if (newrank < 0) {
-        skip_steps(s, ringx_log2_pof2(pof2));
+        ringx_xsched_skip_steps(s, ringx_log2_pof2(pof2));   /* folded away */
     }
     for (int mask = 1; newrank >= 0 && mask < pof2; mask <<= 1) {
         int partner = member(g, ringx_fold_rank(newrank ^ mask, p));
@@ -156,7 +148,7 @@ static void rabenseifner_steps(ringx_xsched_t *s, const ringx_group_t *g, const 
     const char *cur = fold_in(s, g, input, result, bytes);
 
     if (newrank < 0) {
-        skip_steps(s, 2 * ringx_log2_pof2(pof2));
+        ringx_xsched_skip_steps(s, 2 * ringx_log2_pof2(pof2));
     }
     for (int mask = pof2 / 2; newrank >= 0 && mask >= 1; mask /= 2) {
         int partner = member(g, ringx_fold_rank(newrank ^ mask, p)), klo, khi, slo, shi;

@@ -449,6 +449,13 @@ void ringx_xsched_skip(ringx_xsched_t *s)
     (void)new_step(s);
 }
 
+void ringx_xsched_skip_steps(ringx_xsched_t *s, int nsteps)
+{
+    for (int i = 0; i < nsteps; i++) {
+        ringx_xsched_skip(s);
+    }
+}
+
 void ringx_xsched_also_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes)
 {
     ringx_xstep_t *st = &s->steps[s->nsteps - 1];

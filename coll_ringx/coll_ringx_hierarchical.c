@@ -23,8 +23,8 @@
  *                         place j), then a ring reduce-scatter of those
  *                         among the ranks of place j across the nodes.
  *
- * Calls of up to RINGX_HIER_LEADERS_BYTES (the whole buffer) go through
- * each node's first rank instead, its leader, as coll/han's do: the
+ * Small calls (the whole buffer up to RINGX_HIER_LEADERS_REDUCE_BYTES or
+ * RINGX_HIER_LEADERS_CHUNK_BYTES) go through each node's first rank instead, its leader, as coll/han's do: the
  * leader gathers (allgather) or reduces (the others) its node's data, the
  * leaders exchange among themselves (recursive doubling for allreduce,
  * rings of node chunks for the others), and each leader hands the result
@@ -153,23 +153,16 @@ static void from_leader(ringx_xsched_t *s, const ringx_nodes_t *n, const char *s
     }
 }
 
-static void skip_steps(ringx_xsched_t *s, int nsteps)
-{
-    for (int i = 0; i < nsteps; i++) {
-        ringx_xsched_skip(s);
-    }
-}
-
 /* The leaders' ring over the node chunks of buf (chunk bytes each, node
  * n's at n x chunk): N-1 steps, passing them on (reduce: reducing them,
- * shift 1, so that each leader ends with its own node's chunk in dst). */
+ * shift 1, so that each leader ends with its own node's chunk). */
 static void leaders_ring(ringx_xsched_t *s, const ringx_nodes_t *n, char *buf, size_t chunk,
-                         char *dst, int reduce)
+                         int reduce)
 {
     int N = n->nnodes;
 
     if (!is_leader(n)) {
-        skip_steps(s, N - 1);
+        ringx_xsched_skip_steps(s, N - 1);
         return;
     }
     for (int t = 0; t < N - 1; t++) {
@@ -177,7 +170,7 @@ static void leaders_ring(ringx_xsched_t *s, const ringx_nodes_t *n, char *buf, s
         int rb = ringx_ring_recv_block(n->node, N, t, reduce);
         char *at = buf + (size_t)rb * chunk;
         if (reduce) {
-            ringx_xsched_reduce(s, place_neighbour(n, -1), t == N - 2 ? dst : at, at, chunk);
+            ringx_xsched_reduce(s, place_neighbour(n, -1), at, at, chunk);
         } else {
             ringx_xsched_recv(s, place_neighbour(n, -1), at, chunk);
         }
@@ -188,7 +181,7 @@ static void leaders_ring(ringx_xsched_t *s, const ringx_nodes_t *n, char *buf, s
 static void leaders_allreduce(ringx_xsched_t *s, const ringx_call_t *c, const ringx_nodes_t *n)
 {
     size_t bytes = c->count * c->elem_size;
-    int leaders[RINGX_XSCHED_MAX_STEPS];
+    int leaders[RINGX_XSCHED_MAX_STEPS];    /* nodes are laid out up to this many ranks */
     ringx_group_t g = { n->node, n->nnodes, leaders };
 
     for (int node = 0; node < n->nnodes; node++) {
@@ -198,7 +191,7 @@ static void leaders_allreduce(ringx_xsched_t *s, const ringx_call_t *c, const ri
     if (is_leader(n)) {
         ringx_allreduce_doubling(s, &g, c->result, c->result, bytes);
     } else {
-        skip_steps(s, ringx_doubling_steps(n->nnodes));
+        ringx_xsched_skip_steps(s, ringx_doubling_steps(n->nnodes));
     }
     from_leader(s, n, c->result, c->result, bytes, 0);
 }
@@ -212,7 +205,7 @@ static void leaders_allgather(ringx_xsched_t *s, const ringx_call_t *c, const ri
         ringx_xsched_local_copy(s, mine, c->input, bb);
     }
     to_leader(s, n, c->input, mine, bb, bb, 0);
-    leaders_ring(s, n, c->result, chunk, NULL, 0);
+    leaders_ring(s, n, c->result, chunk, 0);
     from_leader(s, n, c->result, c->result, bb * (size_t)c->m->size, 0);
 }
 
@@ -226,7 +219,7 @@ static void leaders_reduce_scatter_block(ringx_xsched_t *s, ringx_call_t *c,
     char *own = acc + (size_t)n->node * chunk;
 
     to_leader(s, n, c->input, acc, bb * (size_t)c->m->size, 0, 1);
-    leaders_ring(s, n, acc, chunk, own, 1);
+    leaders_ring(s, n, acc, chunk, 1);
     from_leader(s, n, own, c->result, bb, bb);
     if (is_leader(n)) {
         ringx_sched_copy_after(&c->sched, c->result, own, bb);

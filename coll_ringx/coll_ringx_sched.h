@@ -234,6 +234,7 @@ void ringx_xsched_reduce(ringx_xsched_t *s, int from, char *dst, const char *loc
  * number is part of the message tags), so a rank with nothing to do at a
  * step still takes it. */
 void ringx_xsched_skip(ringx_xsched_t *s);
+void ringx_xsched_skip_steps(ringx_xsched_t *s, int nsteps);
 /* Adds a send to the last step (the two halves of one exchange). */
 void ringx_xsched_also_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);
 

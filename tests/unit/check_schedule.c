@@ -182,6 +182,18 @@ END_TEST
 
 /* -------------------------------------------------- folds and halving */
 
+START_TEST(doubling_takes_the_folds_and_log2_steps)
+{
+    /* fold in, log2 of the power-of-two part, fold out: on every rank */
+    static const int want[] = { 0, 2, 3, 3, 4, 4, 4, 4, 5, 5 };
+    for (int p = 1; p < (int)(sizeof(want) / sizeof(want[0])); p++) {
+        ck_assert_int_eq(ringx_doubling_steps(p), want[p]);
+    }
+    ck_assert_int_eq(ringx_log2_pof2(1), 0);
+    ck_assert_int_eq(ringx_log2_pof2(64), 6);
+}
+END_TEST
+
 START_TEST(fold_maps_ranks_onto_a_power_of_two)
 {
     for (int p = 1; p <= MAX_P; p++) {
@@ -635,6 +647,7 @@ static Suite *schedule_suite(void)
     tcase_add_test(tags, tags_differ_in_every_field);
     tcase_add_test(tags, fin_tags_never_collide_with_data);
     tcase_add_test(ring, fold_maps_ranks_onto_a_power_of_two);
+    tcase_add_test(ring, doubling_takes_the_folds_and_log2_steps);
     tcase_add_test(ring, halving_ends_with_own_newrank);
     tcase_add_test(ring, doubling_windows_grow_to_everything);
     tcase_add_test(ring, bruck_gathers_every_block_once);
