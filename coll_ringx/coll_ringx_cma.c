@@ -9,6 +9,7 @@
  */
 #include "ompi_config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,9 +32,10 @@ static struct {
     uct_worker_h worker;
     uct_iface_h iface;
     size_t max_get;                 /* largest single read */
+    pthread_mutex_t lock;           /* the interface's reads: one thread at a time */
     char *address;                  /* device address length, then the addresses */
     size_t address_len;
-} cma;
+} cma = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int fail(const char *what, ucs_status_t status)
 {
@@ -249,7 +251,7 @@ static void read_done(uct_completion_t *self)
     (void)self;
 }
 
-int ringx_cma_get(void *ep, void *buf, size_t len, uint64_t remote, void *unpacked)
+static int get_locked(void *ep, void *buf, size_t len, uint64_t remote, void *unpacked)
 {
     const uct_rkey_bundle_t *bundle = unpacked;
 
@@ -259,7 +261,7 @@ int ringx_cma_get(void *ep, void *buf, size_t len, uint64_t remote, void *unpack
         uct_completion_t done = { .func = read_done, .count = 1 };
         ucs_status_t status = uct_ep_get_zcopy(ep, &iov, 1, remote + off, bundle->rkey, &done);
 
-        /* cma completes in the call; waiting covers any transport that does not */
+        /* the read completes in the worker's progress (the interface's queue) */
         while (status == UCS_INPROGRESS && done.count > 0) {
             uct_worker_progress(cma.worker);
         }
@@ -274,4 +276,18 @@ int ringx_cma_get(void *ep, void *buf, size_t len, uint64_t remote, void *unpack
         off += chunk;
     }
     return OMPI_SUCCESS;
+}
+
+/* UCT interfaces are not thread safe: UCX 1.13's cma queues a read on the
+ * interface's arbiter and completes it in the worker's progress, and two
+ * threads reading at once (nonblocking calls on two communicators) tripped
+ * the arbiter's assertion. */
+int ringx_cma_get(void *ep, void *buf, size_t len, uint64_t remote, void *unpacked)
+{
+    int rc;
+
+    pthread_mutex_lock(&cma.lock);
+    rc = get_locked(ep, buf, len, remote, unpacked);
+    pthread_mutex_unlock(&cma.lock);
+    return rc;
 }
