@@ -146,7 +146,7 @@ typedef struct ringx_mailbox {
     char *local;                /* this rank's region; NULL: none (no mailboxes, no direct reads) */
     char **remote;              /* by rank: its region, mapped here */
     unsigned char *stamped;     /* by rank: its region seen with stamp */
-    uint64_t stamp;             /* this communicator's (ringx_mailbox_stamp) */
+    uint64_t stamp;             /* this communicator's, on its region (coll_ringx_mailbox.c) */
     size_t bytes;               /* data bytes per slot */
     size_t stride;              /* bytes per slot */
     size_t whole_bytes;         /* largest allreduce each rank reduces whole (agreed) */
@@ -621,11 +621,9 @@ void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m);
  * rank takes a flag that a freed communicator left there, or writes to a
  * region its owner then clears.  No agreement orders the clearing before
  * the peers' first access, so a communicator can connect without a
- * message (coll_ringx_job.c).  ringx_mailbox_stamp is called once per
- * connection, on every member (the counts stay the same on all);
+ * message (coll_ringx_job.c).  ringx_mailbox_connect stamps the region;
  * ringx_mailbox_close frees the counts (component close).
  */
-uint64_t ringx_mailbox_stamp(const mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
 void ringx_mailbox_close(void);
 
 /* Whether rank's region carries this communicator's stamp yet. */

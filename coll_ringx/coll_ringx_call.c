@@ -162,11 +162,8 @@ int ringx_call_serve(ringx_call_t *c)
 
 static int nonblocking_from_buffers(const mca_coll_ringx_module_t *m, size_t bytes)
 {
-    size_t from = m->mailbox.buffers_from;
-
-    return from > 0 && bytes >= (from < RINGX_NONBLOCKING_BUFFERS_BYTES
-                                     ? from
-                                     : RINGX_NONBLOCKING_BUFFERS_BYTES);
+    return ringx_direct_from_buffers(m, bytes) ||
+           (m->mailbox.buffers_from > 0 && bytes >= RINGX_NONBLOCKING_BUFFERS_BYTES);
 }
 
 static int build(ringx_call_t *c, int direct)

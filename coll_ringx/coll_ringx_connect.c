@@ -350,7 +350,6 @@ int ringx_connect_start(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
     OBJ_RETAIN(comm);           /* the collectives below must not outlive it */
     m->connect = c;
     m->state = RINGX_COMM_CONNECTING;
-    m->mailbox.stamp = ringx_mailbox_stamp(m, comm);
     c->windows = calloc((size_t)m->size, sizeof(*c->windows));
     m->peers = calloc((size_t)m->size, sizeof(*m->peers));
     if (c->windows == NULL || m->peers == NULL) {

@@ -166,10 +166,10 @@ static uint64_t connections_before(uint64_t hash)
     return before;
 }
 
-/* Communicators of one context id exist one after the other, and each is
- * connected by all its members or by none, so the count is the same on
- * every member. */
-uint64_t ringx_mailbox_stamp(const mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
+/* Communicators of one context id exist one after the other, and the
+ * mailboxes of each connect on all its members or on none (agreed), so the
+ * count is the same on every member. */
+static uint64_t stamp_for(const mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
 {
     uint64_t h = hash_in(UINT64_C(14695981039346656037), m->comm_id), stamp;
 
@@ -306,6 +306,7 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     mb->single_copy = ringx_direct_single_copy(m);
     mb->stride = slot_stride(bytes);
     mb->local = region_of(window, m->comm_id, bytes);
+    mb->stamp = stamp_for(m, comm);
     mb->stamped[m->rank] = 1;
     clear_and_stamp(mb->local, bytes, mb->stamp);
     RINGX_LOG(2, "%s: direct reads (%s; out of the peers' buffers from %zu bytes, 0: never); "
