@@ -46,6 +46,7 @@ typedef struct mca_coll_ringx_component_t {
     bool gpu_force_staging;               /* stage device buffers even with CUDA-aware UCX */
     int gpu_bounce_buffers;               /* send bounce buffers per staged call */
     bool stage_host_buffers;              /* testing: stage host buffers too */
+    int test_outbox_delay_us;             /* testing: sleep before reading outboxes */
     size_t mailbox_bytes;                 /* largest message through a mailbox; 0: none */
     size_t direct_buffer_bytes;           /* direct reads of peers' buffers from here; 0: never */
     bool single_copy;                     /* direct reads through UCX's cma transport */
@@ -629,8 +630,15 @@ void ringx_mailbox_close(void);
 /* Whether rank's region carries this communicator's stamp yet. */
 int ringx_mailbox_stamped(mca_coll_ringx_module_t *m, int rank);
 
-/* The last word of a region's head: its stamp. */
+/* The last word of a region's head: its stamp; the word before it, how
+ * many of the communicator's numbered calls its owner has finished. */
 #define RINGX_REGION_STAMP_OFFSET (RINGX_DIRECT_RECORD_BYTES - sizeof(uint64_t))
+#define RINGX_REGION_CALLS_OFFSET (RINGX_REGION_STAMP_OFFSET - sizeof(uint64_t))
+
+/* After every blocking call: tells the peers how many numbered calls this
+ * rank has finished, so that a peer freeing the communicator knows when
+ * this rank no longer reads its region (ringx_mailbox_disconnect). */
+void ringx_mailbox_calls_over(mca_coll_ringx_module_t *m);
 
 /* Whether exchange step `step` of `bytes` goes through the mailboxes: the
  * same answer on the sending and the receiving rank. */

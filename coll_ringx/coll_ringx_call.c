@@ -144,6 +144,7 @@ int ringx_call_serve(ringx_call_t *c)
     if (rc == OMPI_SUCCESS) {
         rc = choose_and_run(c);
     }
+    ringx_mailbox_calls_over(c->m);
     return ringx_mem_finish(&c->mem, rc);
 }
 

@@ -211,6 +211,12 @@ static int ringx_register(void)
                  "buffers, host copies), to exercise it on machines without a GPU",
                  MCA_BASE_VAR_TYPE_BOOL, NULL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
                  &c->stage_host_buffers);
+    register_var("test_outbox_delay_us",
+                 "Testing: microseconds a rank sleeps in each call through the outboxes "
+                 "after publishing its input, before reading the peers' (0: never), so that "
+                 "the peers leave the call first",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+                 &c->test_outbox_delay_us);
     register_var("mailbox_bytes",
                  "Largest message (bytes, at most 65536) that a rank writes straight into the "
                  "memory of a peer on the same node instead of sending it through UCX's "

@@ -54,8 +54,8 @@ typedef struct exposure_record {
     uint64_t signal;                /* call number + 1 (| status) once the owner says so */
 } exposure_record_t;
 
-_Static_assert(sizeof(exposure_record_t) <= RINGX_REGION_STAMP_OFFSET,
-               "the exposure record fits the head of a region, before its stamp");
+_Static_assert(sizeof(exposure_record_t) <= RINGX_REGION_CALLS_OFFSET,
+               "the exposure record fits the head of a region, before its count of calls");
 
 static exposure_record_t *record_of(const mca_coll_ringx_module_t *m, int rank)
 {

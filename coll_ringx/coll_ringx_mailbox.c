@@ -40,7 +40,9 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "opal/class/opal_hash_table.h"
 
@@ -181,16 +183,6 @@ static uint64_t stamp_for(const mca_coll_ringx_module_t *m, struct ompi_communic
     return stamp != 0 ? stamp : 1;      /* 0: a cleared region */
 }
 
-void ringx_mailbox_close(void)
-{
-    pthread_mutex_lock(&stamps.lock);
-    if (stamps.made) {
-        OBJ_DESTRUCT(&stamps.connected);
-        stamps.made = 0;
-    }
-    pthread_mutex_unlock(&stamps.lock);
-}
-
 static uint64_t *stamp_of(char *region)
 {
     return (uint64_t *)(region + RINGX_REGION_STAMP_OFFSET);
@@ -228,6 +220,95 @@ static void clear_and_stamp(char *region, size_t bytes, uint64_t stamp)
         memset(region + RINGX_DIRECT_RECORD_BYTES + i * slot_stride(bytes), 0, CACHE_LINE);
     }
     __atomic_store_n(stamp_of(region), stamp, __ATOMIC_RELEASE);
+}
+
+/* --------------------------------------------- readers of a freed region */
+
+static uint64_t *calls_of(char *region)
+{
+    return (uint64_t *)(region + RINGX_REGION_CALLS_OFFSET);
+}
+
+void ringx_mailbox_calls_over(mca_coll_ringx_module_t *m)
+{
+    if (m->mailbox.local != NULL) {
+        __atomic_store_n(calls_of(m->mailbox.local), (uint64_t)m->mailbox_seq, __ATOMIC_RELEASE);
+    }
+}
+
+/*
+ * A peer may still be copying out of this rank's outbox of a freed
+ * communicator's last two calls (nothing in a call waits for that), and
+ * the next communicator of the context id clears the region and writes
+ * its own calls' flags and data there: the peer would take them for its
+ * call's, or wait for ever.  So a freed communicator leaves behind who may
+ * read its region, and the next one to use the region waits until they
+ * have left (not at the free, where they mostly still are).
+ */
+typedef struct {
+    char **remote;          /* the peers' regions (NULL: none left behind) */
+    int size, rank;
+    uint64_t stamp, calls;  /* the freed communicator's stamp and numbered calls */
+} readers_t;
+
+static readers_t left_behind[RINGX_MAILBOX_COMMS];
+
+/* Whether rank no longer reads this rank's region: it has finished every
+ * numbered call this rank has, or it has moved on (its region carries
+ * another stamp: cleared for a later communicator of the context id, so
+ * the freed one's calls are over there).  Every rank of a numbered call
+ * this rank finished had stamped its region, each call needing every
+ * rank's input, so a stamp other than the freed one's is a later one. */
+static int reader_gone(const readers_t *r, int rank)
+{
+    return __atomic_load_n(stamp_of(r->remote[rank]), __ATOMIC_ACQUIRE) != r->stamp ||
+           __atomic_load_n(calls_of(r->remote[rank]), __ATOMIC_ACQUIRE) >= r->calls;
+}
+
+/* Waits for the readers that a freed communicator of comm_id left here;
+ * they finish their calls without this rank (they have its input). */
+static void wait_readers_gone(uint32_t comm_id)
+{
+    readers_t r;
+
+    pthread_mutex_lock(&stamps.lock);
+    r = left_behind[comm_id];
+    left_behind[comm_id].remote = NULL;
+    pthread_mutex_unlock(&stamps.lock);
+    for (int rank = 0; r.remote != NULL && rank < r.size; rank++) {
+        while (rank != r.rank && !reader_gone(&r, rank)) {
+            if (ringx_ucx_progress_worker() == 0) {
+                sched_yield();
+            }
+        }
+    }
+    free(r.remote);
+}
+
+/* Hands m's regions over to the next communicator of its context id. */
+static void leave_readers_behind(mca_coll_ringx_module_t *m)
+{
+    readers_t r = { m->mailbox.remote, m->size, m->rank, m->mailbox.stamp, m->mailbox_seq };
+
+    pthread_mutex_lock(&stamps.lock);
+    free(left_behind[m->comm_id].remote);      /* none: the connect took them */
+    left_behind[m->comm_id] = r;
+    pthread_mutex_unlock(&stamps.lock);
+    m->mailbox.remote = NULL;
+}
+
+void ringx_mailbox_close(void)
+{
+    pthread_mutex_lock(&stamps.lock);
+    if (stamps.made) {
+        OBJ_DESTRUCT(&stamps.connected);
+        stamps.made = 0;
+    }
+    for (int id = 0; id < RINGX_MAILBOX_COMMS; id++) {
+        free(left_behind[id].remote);
+        left_behind[id].remote = NULL;
+    }
+    pthread_mutex_unlock(&stamps.lock);
 }
 
 /* ------------------------------------------------------------ connect */
@@ -308,6 +389,7 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     mb->local = region_of(window, m->comm_id, bytes);
     mb->stamp = stamp_for(m, comm);
     mb->stamped[m->rank] = 1;
+    wait_readers_gone(m->comm_id);
     clear_and_stamp(mb->local, bytes, mb->stamp);
     RINGX_LOG(2, "%s: direct reads (%s; out of the peers' buffers from %zu bytes, 0: never); "
                  "messages up to %zu bytes go through mailboxes",
@@ -318,6 +400,9 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
 
 void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m)
 {
+    if (m->mailbox.local != NULL && m->mailbox.remote != NULL && m->mailbox_seq > 0) {
+        leave_readers_behind(m);
+    }
     free(m->mailbox.remote);
     free(m->mailbox.stamped);
     m->mailbox.remote = NULL;
@@ -428,6 +513,9 @@ int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq
     }
     /* published in any case: the peers must not wait forever */
     ringx_outbox_publish(m, seq, RINGX_OUTBOX_INPUT, rc);
+    if (mca_coll_ringx_component.test_outbox_delay_us > 0) {
+        usleep((useconds_t)mca_coll_ringx_component.test_outbox_delay_us);
+    }
     return rc;
 }
 

@@ -3,8 +3,9 @@
  *
  * Libraries that make a communicator per operation (dup, split) make
  * ringx connect thousands of times.  Each iteration here makes one
- * (MPI_Comm_dup, MPI_Comm_split into halves, MPI_Comm_split with the
- * ranks reversed, in turn), runs one of the three collectives on it
+ * (MPI_Comm_dup, MPI_Comm_create_group of all ranks but the last,
+ * MPI_Comm_split into halves, MPI_Comm_split with the ranks reversed, in
+ * turn), runs one of the three collectives on it
  * --calls times with a count that changes, checks every result against a
  * reference computed here, and frees it.  Proven through the pvars: ringx
  * served every call on a communicator of two ranks or more and connected
@@ -17,8 +18,8 @@
  * has cleared it, would give a wrong result or a hang.  The resident set size and the number of open file descriptors must stay
  * flat: measured after the first tenth of the iterations and at the end.
  *
- *   churn [--iterations N] [--calls C] [--rss-growth-kib K]
- *                                       (defaults 10000, 1, 1024)
+ *   churn [--iterations N] [--calls C] [--rss-growth-kib K] [--slow-reader US]
+ *                                       (defaults 10000, 1, 1024, 0)
  */
 #include <dirent.h>
 #include <mpi.h>
@@ -35,16 +36,33 @@ enum { NCOLLS = 3, MAX_COUNT = 7, MAX_RANKS = 64 };
 
 static int world_rank, world_size, calls = 1;
 
-/* Iteration i's communicator. */
+enum { KINDS = 4 };
+
+/* Iteration i's communicator; MPI_COMM_NULL on a rank not in it.  The
+ * second kind follows a dup of MPI_COMM_WORLD and leaves out the last
+ * rank: its members give it the context id the dup had, and their regions
+ * of the dup's shared memory to its calls, while the last rank (made slow
+ * by --slow-reader) may still be reading them for the dup's last call. */
 static MPI_Comm make_comm(int i)
 {
-    MPI_Comm comm;
+    MPI_Comm comm = MPI_COMM_NULL;
+    MPI_Group world, all_but_last;
+    int last = world_size - 1;
 
-    switch (i % 3) {
+    switch (i % KINDS) {
     case 0:
         MPI_Comm_dup(MPI_COMM_WORLD, &comm);
         break;
     case 1:
+        MPI_Comm_group(MPI_COMM_WORLD, &world);
+        MPI_Group_excl(world, 1, &last, &all_but_last);
+        if (world_rank != last) {
+            MPI_Comm_create_group(MPI_COMM_WORLD, all_but_last, 1, &comm);
+        }
+        MPI_Group_free(&all_but_last);
+        MPI_Group_free(&world);
+        break;
+    case 2:
         MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &comm);
         break;
     default:
@@ -52,6 +70,18 @@ static MPI_Comm make_comm(int i)
         break;
     }
     return comm;
+}
+
+/* --slow-reader US: the last rank sleeps US microseconds in every call
+ * through the outboxes before it reads its peers' (ringx's testing
+ * parameter), set before MPI_Init from what mpirun tells the process. */
+static void slow_last_reader(const char *us)
+{
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK"), *size = getenv("OMPI_COMM_WORLD_SIZE");
+
+    if (rank != NULL && size != NULL && atoi(rank) == atoi(size) - 1) {
+        setenv("OMPI_MCA_coll_ringx_test_outbox_delay_us", us, 1);
+    }
 }
 
 /* The input element k of comm rank r in iteration i. */
@@ -170,6 +200,11 @@ int main(int argc, char **argv)
     long growth_kib = 1024, rss_early = 0;
     unsigned long long exchanged0;
 
+    for (int a = 1; a + 1 < argc; a += 2) {
+        if (strcmp(argv[a], "--slow-reader") == 0) {
+            slow_last_reader(argv[a + 1]);
+        }
+    }
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
@@ -189,16 +224,18 @@ int main(int argc, char **argv)
     exchanged0 = counter("coll_ringx_comms_exchanged");
     for (int i = 0; i < iterations; i++) {
         MPI_Comm comm = make_comm(i);
-        int coll = (i / 3) % NCOLLS, count = 1 + i % MAX_COUNT, size, right = 1;
+        int coll = (i / KINDS) % NCOLLS, count = 1 + i % MAX_COUNT, size, right = 1;
 
-        MPI_Comm_size(comm, &size);
-        if (size > 1) {
-            unproven += !served_by_ringx(i, coll, count, comm, &right);
-        } else {
-            right = calls_checked(i, coll, count, comm);    /* not ringx's: one rank */
+        if (comm != MPI_COMM_NULL) {
+            MPI_Comm_size(comm, &size);
+            if (size > 1) {
+                unproven += !served_by_ringx(i, coll, count, comm, &right);
+            } else {
+                right = calls_checked(i, coll, count, comm);    /* not ringx's: one rank */
+            }
+            wrong += !right;
+            MPI_Comm_free(&comm);
         }
-        wrong += !right;
-        MPI_Comm_free(&comm);
         if (i + 1 == iterations / 10) {
             rss_early = resident_kib();
             fds_early = open_fds();
