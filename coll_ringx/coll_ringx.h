@@ -75,6 +75,9 @@ int mca_coll_ringx_register_pvars(void);
  * Open MPI's mpi_yield_when_idle and oversubscription when "auto"). */
 int mca_coll_ringx_should_yield(void);
 
+/* Whether coll_ringx_direct_buffer_bytes was set (not its default). */
+int ringx_direct_buffer_bytes_set(void);
+
 /* ---------------------------------------------------------- pvars */
 
 typedef struct ringx_counters {
@@ -151,7 +154,7 @@ typedef struct ringx_mailbox {
     size_t bytes;               /* data bytes per slot */
     size_t stride;              /* bytes per slot */
     size_t whole_bytes;         /* largest allreduce each rank reduces whole (agreed) */
-    size_t buffers_from;        /* calls this large read the peers' buffers (agreed; 0: never) */
+    size_t buffers_from[RINGX_COLL_COUNT]; /* calls this large read the peers' buffers (agreed; 0: never) */
     int single_copy;            /* this rank reads every peer with single copies */
 } ringx_mailbox_t;
 
@@ -601,7 +604,8 @@ enum ringx_mailbox_agree {
     RINGX_MB_BYTES_NEG,
     RINGX_MB_WHOLE,             /* the largest allreduce reduced whole */
     RINGX_MB_SINGLE_COPY,       /* single copies to every peer */
-    RINGX_MB_DIRECT,            /* coll_ringx_direct_buffer_bytes */
+    RINGX_MB_DIRECT,            /* by collective: where its calls read the buffers */
+    RINGX_MB_DIRECT_END = RINGX_MB_DIRECT + RINGX_COLL_COUNT - 1,
     RINGX_MB_NODE_MIN,          /* the ranks on this rank's node, and negated: their MAX */
     RINGX_MB_NODE_MAX_NEG,
     RINGX_MAILBOX_AGREE_INTS
@@ -740,9 +744,10 @@ int ringx_direct_single_copy(const mca_coll_ringx_module_t *m);
 /* Whether direct reads of a call of bytes (the whole buffer: reduced,
  * gathered, or reduce_scatter_block's input) read the peers' buffers
  * rather than pass through the outboxes; the same answer on every rank. */
-static inline int ringx_direct_from_buffers(const mca_coll_ringx_module_t *m, size_t bytes)
+static inline int ringx_direct_from_buffers(const mca_coll_ringx_module_t *m, ringx_coll_t coll,
+                                            size_t bytes)
 {
-    return m->mailbox.buffers_from > 0 && bytes >= m->mailbox.buffers_from;
+    return m->mailbox.buffers_from[coll] > 0 && bytes >= m->mailbox.buffers_from[coll];
 }
 
 /* A call's direct reads (ringx_direct_t, coll_ringx_sched.h), one at a

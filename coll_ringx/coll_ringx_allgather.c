@@ -207,7 +207,7 @@ static int run_direct(ringx_call_t *c)
 {
     size_t block_bytes = c->count * c->elem_size;
     return ringx_outbox_bytes(c->m) > 0 &&
-                   !ringx_direct_from_buffers(c->m, ringx_call_bytes(c))
+                   !ringx_direct_from_buffers(c->m, c->coll, ringx_call_bytes(c))
                ? allgather_outbox(c->m, &c->mem, c->input, c->result, block_bytes)
                : ringx_dsched_run(c);
 }

@@ -294,7 +294,7 @@ static int allreduce_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const 
 static int run_direct(ringx_call_t *c)
 {
     return ringx_outbox_bytes(c->m) / c->elem_size == 0 ||
-                   ringx_direct_from_buffers(c->m, ringx_call_bytes(c))
+                   ringx_direct_from_buffers(c->m, c->coll, ringx_call_bytes(c))
                ? ringx_dsched_run(c)
                : allreduce_outbox(c->m, &c->mem, c->in_place ? MPI_IN_PLACE : c->input,
                                   c->result, c->count, c->red);

@@ -161,10 +161,11 @@ int ringx_call_serve(ringx_call_t *c)
  * were ahead. */
 #define RINGX_NONBLOCKING_BUFFERS_BYTES (32 * 1024)
 
-static int nonblocking_from_buffers(const mca_coll_ringx_module_t *m, size_t bytes)
+static int nonblocking_from_buffers(const ringx_call_t *c)
 {
-    return ringx_direct_from_buffers(m, bytes) ||
-           (m->mailbox.buffers_from > 0 && bytes >= RINGX_NONBLOCKING_BUFFERS_BYTES);
+    size_t bytes = ringx_call_bytes(c);
+    return ringx_direct_from_buffers(c->m, c->coll, bytes) ||
+           (c->m->mailbox.buffers_from[c->coll] > 0 && bytes >= RINGX_NONBLOCKING_BUFFERS_BYTES);
 }
 
 static int build(ringx_call_t *c, int direct)
@@ -182,8 +183,7 @@ static int build(ringx_call_t *c, int direct)
 
 int ringx_call_build(ringx_call_t *c)
 {
-    return build(c, ringx_direct_possible(c->m) &&
-                        nonblocking_from_buffers(c->m, ringx_call_bytes(c)));
+    return build(c, ringx_direct_possible(c->m) && nonblocking_from_buffers(c));
 }
 
 int ringx_call_build_declined(ringx_call_t *c)

@@ -73,14 +73,27 @@ static const mca_base_component_t *self(void)
  * lets MPI_T change them at run time (the benchmark makes its stock
  * communicator by setting the priority to -1 around MPI_Comm_dup).
  */
-static void register_var(const char *name, const char *help, mca_base_var_type_t type,
-                         mca_base_var_enum_t *values, mca_base_var_info_lvl_t level,
-                         mca_base_var_scope_t scope, void *storage)
+static int register_var(const char *name, const char *help, mca_base_var_type_t type,
+                        mca_base_var_enum_t *values, mca_base_var_info_lvl_t level,
+                        mca_base_var_scope_t scope, void *storage)
 {
     mca_base_var_flag_t flags =
         scope == MCA_BASE_VAR_SCOPE_ALL_EQ ? MCA_BASE_VAR_FLAG_SETTABLE : 0;
-    (void)mca_base_component_var_register(self(), name, help, type, values, 0, flags, level,
-                                          scope, storage);
+    return mca_base_component_var_register(self(), name, help, type, values, 0, flags, level,
+                                           scope, storage);
+}
+
+static int direct_buffer_bytes_var = -1;
+
+int ringx_direct_buffer_bytes_set(void)
+{
+    mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+
+    if (direct_buffer_bytes_var < 0 ||
+        mca_base_var_get_value(direct_buffer_bytes_var, NULL, &source, NULL) != OPAL_SUCCESS) {
+        return 0;
+    }
+    return source != MCA_BASE_VAR_SOURCE_DEFAULT;
 }
 
 /* The algorithm names a collective accepts, as an enumerator for its
@@ -229,17 +242,19 @@ static int ringx_register(void)
                  "only with single copies; it declines otherwise)",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
                  &c->mailbox_bytes);
-    register_var("direct_buffer_bytes",
-                 "Direct reads (algorithm direct_read) of calls of at least this many bytes "
-                 "(the whole buffer: reduced, gathered, or reduce_scatter_block's input) read "
-                 "the peers' buffers themselves with single copies instead of passing "
-                 "through the outboxes a piece at a time: a few synchronisations per call "
-                 "instead of one or two per piece, which holds up when ranks are descheduled "
-                 "(busy or oversubscribed cores). Needs single copies (UCX's cma transport) "
-                 "between every pair of ranks; the smallest value of the ranks counts. 0: "
-                 "outboxes for every size",
-                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
-                 &c->direct_buffer_bytes);
+    direct_buffer_bytes_var = register_var(
+        "direct_buffer_bytes",
+        "Direct reads (algorithm direct_read) of calls of at least this many bytes (the whole "
+        "buffer: reduced, gathered, or reduce_scatter_block's input) read the peers' buffers "
+        "themselves with single copies instead of passing through the outboxes a piece at a "
+        "time: a few synchronisations per call instead of one or two per piece, which holds "
+        "up when ranks are descheduled (busy or oversubscribed cores). Needs single copies "
+        "(UCX's cma transport) between every pair of ranks; the smallest value of the ranks "
+        "counts. 0: outboxes for every size. Left at its default, allgather and "
+        "reduce_scatter_block read the buffers from 16384 bytes where no rank yields its core "
+        "(see coll_ringx_yield)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
+        &c->direct_buffer_bytes);
     register_var("single_copy",
                  "Direct reads out of the peers' buffers (algorithm direct_read from "
                  "coll_ringx_direct_buffer_bytes, or without outboxes: coll_ringx_mailbox_bytes "

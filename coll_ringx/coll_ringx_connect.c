@@ -43,7 +43,8 @@ enum {
     M_CONNECTED = RINGX_MAILBOX_AGREE_INTS, /* this rank learnt every peer */
     M_JOB,                      /* MPI_COMM_WORLD: the job's records hold here */
     M_SINGLE_COPY,              /* ... and single copies to every process of the node */
-    M_DIRECT_NEG,               /* minus coll_ringx_direct_buffer_bytes: their MAX */
+    M_DIRECT_SETTING,           /* coll_ringx_direct_buffer_bytes where set, else -1 */
+    M_DIRECT_SETTING_NEG,       /* ... negated: their MAX */
     M_INTS
 };
 
@@ -213,6 +214,15 @@ static ringx_job_record_t *job_records(const ringx_connect_t *c, int p)
     return records;
 }
 
+/* coll_ringx_direct_buffer_bytes as a connection without agreement
+ * needs it the same on every rank: its value where set, else -1 (the
+ * built-in choice, which depends only on what every rank knows). */
+static int direct_setting(void)
+{
+    size_t bytes = mca_coll_ringx_component.direct_buffer_bytes;
+    return !ringx_direct_buffer_bytes_set() ? -1 : bytes > INT_MAX ? INT_MAX : (int)bytes;
+}
+
 /* Collective: every rank takes part, a rank that failed without mailboxes. */
 static int post_mailbox(mca_coll_ringx_module_t *m, ringx_connect_t *c)
 {
@@ -224,7 +234,8 @@ static int post_mailbox(mca_coll_ringx_module_t *m, ringx_connect_t *c)
     local[M_CONNECTED] = ok;
     local[M_JOB] = records != NULL && ringx_job_holds_here(m, c->comm, c->windows, records);
     local[M_SINGLE_COPY] = local[M_JOB] && ringx_job_single_copy_here(m, c->comm);
-    local[M_DIRECT_NEG] = -local[RINGX_MB_DIRECT];
+    local[M_DIRECT_SETTING] = direct_setting();
+    local[M_DIRECT_SETTING_NEG] = -local[M_DIRECT_SETTING];
     free(records);
     return m->prev_iallreduce(local, c->mailbox_global, M_INTS, MPI_INT, MPI_MIN, c->comm,
                               &c->req, m->prev_iallreduce_module);
@@ -238,7 +249,7 @@ static void keep_job(mca_coll_ringx_module_t *m, const ringx_connect_t *c)
     const int *g = c->mailbox_global;
     ringx_job_record_t *records;
 
-    if (!g[M_JOB] || g[RINGX_MB_DIRECT] != -g[M_DIRECT_NEG] ||
+    if (!g[M_JOB] || g[M_DIRECT_SETTING] != -g[M_DIRECT_SETTING_NEG] ||
         g[RINGX_MB_BYTES] != -g[RINGX_MB_BYTES_NEG] ||
         (records = job_records(c, m->size)) == NULL) {
         RINGX_LOG(1, "%s: later communicators connect with an agreement (%s)", c->comm->c_name,

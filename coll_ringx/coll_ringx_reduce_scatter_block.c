@@ -201,7 +201,7 @@ static int run_direct(ringx_call_t *c)
 {
     const void *sbuf = c->in_place ? MPI_IN_PLACE : c->input;
     return ringx_outbox_bytes(c->m) / (size_t)c->m->size >= c->elem_size &&
-                   !ringx_direct_from_buffers(c->m, ringx_call_bytes(c))
+                   !ringx_direct_from_buffers(c->m, c->coll, ringx_call_bytes(c))
                ? rsb_outbox(c->m, &c->mem, sbuf, c->result, c->count, c->red)
                : ringx_dsched_run(c);
 }

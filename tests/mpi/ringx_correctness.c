@@ -36,7 +36,8 @@
  *                                  node) must be counted by
  *                                  coll_ringx_COLL_mailbox; 0: no call may
  *                                  be (run with coll_ringx_mailbox_bytes 0)
- *   --expect-buffers-from BYTES    every served call of at least BYTES in
+ *   --expect-buffers-from [COLL:]BYTES
+ *                                  every served call (of COLL) of at least BYTES in
  *                                  all must be counted by
  *                                  coll_ringx_COLL_direct_buffers and not
  *                                  by the mailbox counter, every smaller one
@@ -110,6 +111,9 @@
 /* Large counts: an odd count over a million elements, and about 3 MiB. */
 #define LARGE_COUNT 1000003
 #define LARGE_BYTES (3u << 20)
+/* Medium calls: about 20 KiB and 98 KiB in all. */
+#define MEDIUM_BYTES_FIRST 20011
+#define MEDIUM_BYTES_SECOND 100003
 
 /* Counts of the explicit fallback cases (count 0 is left out: whether an
  * empty call of an unsupported type is "served" is not specified). */
@@ -1145,7 +1149,7 @@ typedef struct options {
     const char *expect_alg[NUM_COLLS]; /* per collective: the algorithm that must serve */
     bool expect_staged;
     long expect_mailbox;        /* -1: not checked */
-    long expect_buffers_from;   /* -1: not checked */
+    long expect_buffers_from[NUM_COLLS]; /* -1: not checked */
     bool device;                /* --mem cuda */
     bool nonblocking;           /* MPI_I... and MPI_Wait */
     bool persistent;            /* ..._init, MPI_Start, MPI_Wait, MPI_Request_free */
@@ -1156,8 +1160,8 @@ typedef struct options {
     bool expect_served_some;    /* ringx served calls of every collective */
 } options_t;
 
-static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1, .expect_buffers_from = -1,
-                          .watchdog_seconds = 120 };
+static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1,
+                          .expect_buffers_from = { -1, -1, -1 }, .watchdog_seconds = 120 };
 
 /* ------------------------------------------------------------------ */
 /* One call                                                            */
@@ -1187,7 +1191,8 @@ static size_t total_bytes(const case_ctx_t *c)
 
 static bool from_buffers(const case_ctx_t *c)
 {
-    return opts.expect_buffers_from > 0 && total_bytes(c) >= (size_t)opts.expect_buffers_from;
+    long from = opts.expect_buffers_from[c->coll];
+    return from > 0 && total_bytes(c) >= (size_t)from;
 }
 
 static void check_buffers(const case_ctx_t *c, unsigned long long counted)
@@ -1269,7 +1274,7 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
     if (opts.expect_mailbox >= 0 && served == 1) {
         check_mailbox(c, after->mailbox - before->mailbox);
     }
-    if (opts.expect_buffers_from >= 0 && served == 1) {
+    if (opts.expect_buffers_from[c->coll] >= 0 && served == 1) {
         check_buffers(c, after->direct_buffers - before->direct_buffers);
     }
     if (served == 1) {
@@ -1794,9 +1799,21 @@ static const MPI_Datatype large_allgather_types[] = {
  * buffer modes, and every communicator both modes, while the reference
  * (each rank regenerates all ranks' inputs: the bulk of the runtime) is
  * paid only twice per pair. */
-static size_t large_count(const type_desc_t *t, int second)
+static size_t large_count(const type_desc_t *t, enum coll_id coll, int size, int second)
 {
+    (void)coll;
+    (void)size;
     return second ? LARGE_BYTES / t->extent + 1 : LARGE_COUNT;
+}
+
+/* Medium calls, split the same way: about MEDIUM_BYTES_FIRST and
+ * MEDIUM_BYTES_SECOND in all (the buffer reduced or gathered,
+ * reduce_scatter_block's input), around where calls on one node turn from
+ * the outboxes to the peers' buffers. */
+static size_t medium_count(const type_desc_t *t, enum coll_id coll, int size, int second)
+{
+    size_t bytes = second ? MEDIUM_BYTES_SECOND : MEDIUM_BYTES_FIRST;
+    return bytes / (t->extent * (COLL_ALLREDUCE == coll ? 1 : (size_t)size)) + 1;
 }
 
 /* A large call ringx serves, then a small one it hands to the stock
@@ -1811,23 +1828,27 @@ static void run_large_case(test_comm_t *tc, enum coll_id coll,
              fallback_counts[2], false, "op");
 }
 
-static void run_large_counts(test_comm_t *tc, int second)
+typedef size_t (*count_fn)(const type_desc_t *t, enum coll_id coll, int size, int second);
+
+/* The representative pairs and allgather types with count's counts. */
+static void run_sized_counts(test_comm_t *tc, int second, count_fn count)
 {
     size_t nred = sizeof large_reductions / sizeof large_reductions[0];
     size_t ngat = sizeof large_allgather_types / sizeof large_allgather_types[0];
+    int size = comm_size(tc);
 
     for (size_t i = 0; i < nred; i++) {
         const type_desc_t *t = find_type(large_reductions[i].dtype);
         const op_desc_t *op = find_op(large_reductions[i].op);
         bool in_place = (i + (size_t)second) % 2;
-        run_large_case(tc, COLL_ALLREDUCE, t, op, large_count(t, second),
+        run_large_case(tc, COLL_ALLREDUCE, t, op, count(t, COLL_ALLREDUCE, size, second),
                        in_place);
         run_large_case(tc, COLL_REDUCE_SCATTER_BLOCK, t, op,
-                       large_count(t, second), in_place);
+                       count(t, COLL_REDUCE_SCATTER_BLOCK, size, second), in_place);
     }
     for (size_t i = 0; i < ngat; i++) {
         const type_desc_t *t = find_type(large_allgather_types[i]);
-        run_large_case(tc, COLL_ALLGATHER, t, &no_op, large_count(t, second),
+        run_large_case(tc, COLL_ALLGATHER, t, &no_op, count(t, COLL_ALLGATHER, size, second),
                        (i + (size_t)second) % 2);
     }
 }
@@ -1887,8 +1908,10 @@ static void run_all(void)
         }
     }
     if (!opts.quick) {
-        run_large_counts(&tcs[TC_WORLD], 0);
-        run_large_counts(&tcs[TC_REVERSED], 1);
+        run_sized_counts(&tcs[TC_WORLD], 0, medium_count);
+        run_sized_counts(&tcs[TC_REVERSED], 1, medium_count);
+        run_sized_counts(&tcs[TC_WORLD], 0, large_count);
+        run_sized_counts(&tcs[TC_REVERSED], 1, large_count);
     }
     free_test_comms(tcs);
 }
@@ -1897,27 +1920,32 @@ static void run_all(void)
 /* Main                                                                */
 /* ------------------------------------------------------------------ */
 
+/* The collective named before the colon of "COLL:..."; -1 if none. */
+static int coll_before(const char *arg, const char *colon)
+{
+    for (int c = 0; colon && c < NUM_COLLS; c++) {
+        if (strlen(coll_names[c]) == (size_t)(colon - arg) &&
+            0 == strncmp(arg, coll_names[c], (size_t)(colon - arg))) {
+            return c;
+        }
+    }
+    return -1;
+}
+
 static bool parse_expect_fallback(const char *arg)
 {
     const char *colon = strchr(arg, ':');
+    int c = coll_before(arg, colon);
 
     if (!colon || rx_fallback_reason_index(colon + 1) < 0) {
         return false;
     }
     if (colon - arg == 3 && 0 == strncmp(arg, "all", 3)) {
-        opts.fallback_coll = FALLBACK_ALL;
-        opts.fallback_reason = colon + 1;
-        return true;
+        c = FALLBACK_ALL;
     }
-    for (int c = 0; c < NUM_COLLS; c++) {
-        if (strlen(coll_names[c]) == (size_t)(colon - arg) &&
-            0 == strncmp(arg, coll_names[c], (size_t)(colon - arg))) {
-            opts.fallback_coll = c;
-            opts.fallback_reason = colon + 1;
-            return true;
-        }
-    }
-    return false;
+    opts.fallback_coll = c;
+    opts.fallback_reason = colon + 1;
+    return c != -1;
 }
 
 /* --expect-alg COLL:ALG: every call of COLL that ringx serves must be
@@ -1925,15 +1953,30 @@ static bool parse_expect_fallback(const char *arg)
 static bool parse_expect_alg(const char *arg)
 {
     const char *colon = strchr(arg, ':');
+    int c = coll_before(arg, colon);
 
-    for (int c = 0; colon && c < NUM_COLLS; c++) {
-        if (strlen(coll_names[c]) == (size_t)(colon - arg) &&
-            0 == strncmp(arg, coll_names[c], (size_t)(colon - arg))) {
-            opts.expect_alg[c] = colon + 1;
-            return true;
+    if (c >= 0) {
+        opts.expect_alg[c] = colon + 1;
+    }
+    return c >= 0;
+}
+
+/* --expect-buffers-from BYTES (every collective) or COLL:BYTES. */
+static bool parse_expect_buffers_from(const char *arg)
+{
+    const char *colon = strchr(arg, ':');
+    int c = coll_before(arg, colon);
+    long bytes = strtol(colon != NULL ? colon + 1 : arg, NULL, 10);
+
+    if (bytes < 0 || (colon != NULL && c < 0)) {
+        return false;
+    }
+    for (int k = 0; k < NUM_COLLS; k++) {
+        if (c < 0 || k == c) {
+            opts.expect_buffers_from[k] = bytes;
         }
     }
-    return false;
+    return true;
 }
 
 /* --expect-multi-node: ringx connected communicators that span several
@@ -2016,8 +2059,7 @@ static bool parse_options(int argc, char **argv)
                 return false;
             }
         } else if (0 == strcmp(argv[i], "--expect-buffers-from") && i + 1 < argc) {
-            opts.expect_buffers_from = strtol(argv[++i], NULL, 10);
-            if (opts.expect_buffers_from < 0) {
+            if (!parse_expect_buffers_from(argv[++i])) {
                 return false;
             }
         } else if (0 == strcmp(argv[i], "--mem") && i + 1 < argc) {
@@ -2061,7 +2103,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: " PROGRAM_NAME " [--quick] [--results-only] "
             "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged] [--nonblocking] [--persistent]\n"
-            "       [--expect-mailbox BYTES] [--expect-buffers-from BYTES] [--expect-multi-node]\n"
+            "       [--expect-mailbox BYTES] [--expect-buffers-from [COLL:]BYTES] [--expect-multi-node]\n"
             "       [--nested-fallback] [--expect-handed-back] [--expect-served-some]\n"
             "       [--mem host|cuda] [--watchdog SECONDS]\n"
             "  COLL: allreduce | allgather | reduce_scatter_block\n"
