@@ -145,6 +145,9 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
 #define RINGX_MAILBOX_COMMS 64
 #define RINGX_MAILBOX_STEPS 16
 #define RINGX_MAILBOX_MAX_BYTES 65536
+/* Outboxes of small nonblocking and persistent calls, per rank and
+ * communicator, used in turn (coll_ringx_osched.c). */
+#define RINGX_POSTED_SLOTS 4
 
 typedef struct ringx_mailbox {
     char *local;                /* this rank's region; NULL: none (no mailboxes, no direct reads) */
@@ -206,6 +209,7 @@ typedef struct mca_coll_ringx_module_t {
     bool comm_id_common;                  /* ... unless false (coll_ringx_compat.h) */
     uint32_t seq;                         /* ringx calls served so far (message tags) */
     uint32_t mailbox_seq;                 /* of them, calls numbered for the mailboxes */
+    uint64_t posted_next;                 /* number of the next call through the posted outboxes */
     ringx_peer_t **peers;                 /* by rank; NULL for self */
     ringx_mailbox_t mailbox;              /* small messages on this node */
     int node_ranks_min, node_ranks_max;   /* ranks per node over the communicator's nodes
@@ -723,6 +727,29 @@ int ringx_outbox_settle(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t s
 int ringx_outbox_reduce(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
                         size_t offset, size_t count, ringx_reduction_t red, unsigned *idle);
 
+/*
+ * Posted outboxes: a nonblocking or persistent call may still be under way
+ * when later ones start, so its outbox cannot alternate between two calls
+ * as a blocking call's does.  Each rank has RINGX_POSTED_SLOTS of them per
+ * communicator (coll_ringx_mailbox_bytes each), taken in turn by the calls
+ * that go through them, numbered alike on every rank (MPI starts a
+ * communicator's collectives in the same order on every rank); after
+ * reading every peer's, a rank acknowledges the call in its own region,
+ * and an owner refills a slot only once every peer has acknowledged the
+ * call that used it before.  Nothing here waits: each answers at once.
+ */
+size_t ringx_posted_bytes(const mca_coll_ringx_module_t *m);
+/* The data of rank's posted outbox for call n. */
+char *ringx_posted_data(const mca_coll_ringx_module_t *m, int rank, uint64_t n);
+/* Whether every peer is done with the earlier call of call n's slot. */
+int ringx_posted_free(mca_coll_ringx_module_t *m, uint64_t n);
+/* rc: whether this rank's input went in (else the peers fail the call) */
+void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, int rc);
+/* Whether rank's input of call n is in its outbox: 1, 0 not yet, or
+ * OMPI_ERROR where it could not put it there. */
+int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n);
+void ringx_posted_done(mca_coll_ringx_module_t *m, uint64_t n);
+
 /* ------------------------------------------------------- direct reads */
 
 /* Each communicator's region starts with its owner's exposure record
@@ -812,6 +839,17 @@ int ringx_dsched_build(ringx_call_t *c, ringx_alg_t alg);
 /* A blocking call's direct reads out of the peers' buffers, run to the
  * end: OMPI_SUCCESS, RINGX_DIRECT_DECLINED or an error. */
 int ringx_dsched_run(ringx_call_t *c);
+
+/* Whether c, a nonblocking or persistent call on one node in host memory,
+ * fits the posted outboxes; if so, their schedule for it (engine
+ * RINGX_ENGINE_OUTBOX, coll_ringx_osched.c). */
+int ringx_osched_fits(const ringx_call_t *c);
+int ringx_osched_build(ringx_call_t *c);
+
+/* The builder of algorithm direct_read: the posted outboxes where the call
+ * fits them and does not read the peers' buffers, else direct reads out of
+ * the buffers (coll_ringx_call.c). */
+int ringx_direct_build(ringx_call_t *c, ringx_alg_t alg);
 
 /* ------------------------------------------------------- collectives */
 

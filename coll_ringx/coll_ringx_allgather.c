@@ -217,7 +217,7 @@ const ringx_alg_impl_t ringx_allgather_algs[] = {
     { RINGX_ALG_RECURSIVE_DOUBLING, build_log, NULL },
     { RINGX_ALG_BRUCK, build_log, NULL },
     { RINGX_ALG_NEIGHBOR_EXCHANGE, build_log, NULL },
-    { RINGX_ALG_DIRECT_READ, ringx_dsched_build, run_direct },
+    { RINGX_ALG_DIRECT_READ, ringx_direct_build, run_direct },
     { RINGX_ALG_HIERARCHICAL, ringx_hier_build_allgather, NULL },
     { RINGX_ALG_COUNT, NULL, NULL },
 };

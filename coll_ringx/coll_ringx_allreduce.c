@@ -304,7 +304,7 @@ const ringx_alg_impl_t ringx_allreduce_algs[] = {
     { RINGX_ALG_RING, build_ring, NULL },
     { RINGX_ALG_RECURSIVE_DOUBLING, build_log, NULL },
     { RINGX_ALG_RABENSEIFNER, build_log, NULL },
-    { RINGX_ALG_DIRECT_READ, ringx_dsched_build, run_direct },
+    { RINGX_ALG_DIRECT_READ, ringx_direct_build, run_direct },
     { RINGX_ALG_HIERARCHICAL, ringx_hier_build_allreduce, NULL },
     { RINGX_ALG_COUNT, NULL, NULL },
 };

@@ -149,9 +149,11 @@ int ringx_call_serve(ringx_call_t *c)
 }
 
 /* Nonblocking and persistent calls may still be under way when later
- * calls start, so they use no mailboxes or outboxes (ringx_call_t.blocking).
- * On one node, those large enough to read the peers' buffers may choose
- * direct reads, a schedule of its own; the others choose as across nodes.
+ * calls start, so they use neither the mailboxes nor the blocking calls'
+ * outboxes (ringx_call_t.blocking).  On one node, those large enough to
+ * read the peers' buffers, and those small enough for the posted outboxes
+ * (coll_ringx_osched.c), may choose direct reads, a schedule of their own;
+ * the others choose as across nodes.
  * Without outboxes to compare with, reading the buffers pays from 32 KiB
  * (or coll_ringx_direct_buffer_bytes if smaller): against libnbc at np 2,
  * 32-128 KiB, allgather 2.2-2.8x where recursive doubling gave 1.8-2.5x,
@@ -181,9 +183,16 @@ static int build(ringx_call_t *c, int direct)
                                                : OMPI_ERR_NOT_SUPPORTED;
 }
 
+int ringx_direct_build(ringx_call_t *c, ringx_alg_t alg)
+{
+    return ringx_osched_fits(c) && !nonblocking_from_buffers(c) ? ringx_osched_build(c)
+                                                                : ringx_dsched_build(c, alg);
+}
+
 int ringx_call_build(ringx_call_t *c)
 {
-    return build(c, ringx_direct_possible(c->m) && nonblocking_from_buffers(c));
+    return build(c, ringx_direct_possible(c->m) &&
+                        (nonblocking_from_buffers(c) || ringx_osched_fits(c)));
 }
 
 int ringx_call_build_declined(ringx_call_t *c)

@@ -63,9 +63,26 @@ static size_t slot_stride(size_t bytes)
     return (FLAG_BYTES + bytes + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE;
 }
 
+/* A region: the exposure record, the mailbox slots (two calls' worth),
+ * then a cache line of acknowledgements and the posted outboxes. */
 static size_t region_bytes(size_t bytes)
 {
-    return RINGX_DIRECT_RECORD_BYTES + (bytes ? 2 * RINGX_MAILBOX_STEPS * slot_stride(bytes) : 0);
+    return RINGX_DIRECT_RECORD_BYTES +
+           (bytes ? (2 * RINGX_MAILBOX_STEPS + RINGX_POSTED_SLOTS) * slot_stride(bytes) + CACHE_LINE
+                  : 0);
+}
+
+_Static_assert(RINGX_POSTED_SLOTS * sizeof(uint64_t) <= CACHE_LINE,
+               "a posted outbox's acknowledgement per slot on one cache line");
+
+static uint64_t *posted_acks(size_t stride, char *region)
+{
+    return (uint64_t *)(region + RINGX_DIRECT_RECORD_BYTES + 2 * RINGX_MAILBOX_STEPS * stride);
+}
+
+static char *posted_slot(size_t stride, char *region, uint64_t n)
+{
+    return (char *)posted_acks(stride, region) + CACHE_LINE + (n % RINGX_POSTED_SLOTS) * stride;
 }
 
 size_t ringx_mailbox_window_bytes(void)
@@ -235,9 +252,17 @@ static void wait_stamped(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank,
  * KiB with the default coll_ringx_mailbox_bytes). */
 static void clear_and_stamp(char *region, size_t bytes, uint64_t stamp)
 {
+    size_t stride = slot_stride(bytes);
+
     memset(region, 0, RINGX_DIRECT_RECORD_BYTES);
     for (size_t i = 0; bytes > 0 && i < 2 * RINGX_MAILBOX_STEPS; i++) {
-        memset(region + RINGX_DIRECT_RECORD_BYTES + i * slot_stride(bytes), 0, CACHE_LINE);
+        memset(region + RINGX_DIRECT_RECORD_BYTES + i * stride, 0, CACHE_LINE);
+    }
+    if (bytes > 0) {
+        memset(posted_acks(stride, region), 0, CACHE_LINE);
+    }
+    for (uint64_t n = 0; bytes > 0 && n < RINGX_POSTED_SLOTS; n++) {
+        memset(posted_slot(stride, region, n), 0, CACHE_LINE);
     }
     __atomic_store_n(stamp_of(region), stamp, __ATOMIC_RELEASE);
 }
@@ -269,6 +294,8 @@ typedef struct {
     char **remote;          /* the peers' regions (NULL: none left behind) */
     int size, rank;
     uint64_t stamp, calls;  /* the freed communicator's stamp and numbered calls */
+    uint64_t posted;        /* its calls through the posted outboxes */
+    size_t stride;
 } readers_t;
 
 static readers_t left_behind[RINGX_MAILBOX_COMMS];
@@ -281,8 +308,15 @@ static readers_t left_behind[RINGX_MAILBOX_COMMS];
  * rank's input, so a stamp other than the freed one's is a later one. */
 static int reader_gone(const readers_t *r, int rank)
 {
-    return __atomic_load_n(stamp_of(r->remote[rank]), __ATOMIC_ACQUIRE) != r->stamp ||
-           __atomic_load_n(calls_of(r->remote[rank]), __ATOMIC_ACQUIRE) >= r->calls;
+    const uint64_t *acks = posted_acks(r->stride, r->remote[rank]);
+    int gone = __atomic_load_n(calls_of(r->remote[rank]), __ATOMIC_ACQUIRE) >= r->calls;
+
+    /* the posted outboxes' last calls, one per slot, acknowledged */
+    for (uint64_t n = r->posted > RINGX_POSTED_SLOTS ? r->posted - RINGX_POSTED_SLOTS : 0;
+         gone && n < r->posted; n++) {
+        gone = __atomic_load_n(&acks[n % RINGX_POSTED_SLOTS], __ATOMIC_ACQUIRE) >= n + 1;
+    }
+    return gone || __atomic_load_n(stamp_of(r->remote[rank]), __ATOMIC_ACQUIRE) != r->stamp;
 }
 
 /* Waits for the readers that a freed communicator of comm_id left here;
@@ -308,7 +342,8 @@ static void wait_readers_gone(uint32_t comm_id)
 /* Hands m's regions over to the next communicator of its context id. */
 static void leave_readers_behind(mca_coll_ringx_module_t *m)
 {
-    readers_t r = { m->mailbox.remote, m->size, m->rank, m->mailbox.stamp, m->mailbox_seq };
+    readers_t r = { m->mailbox.remote, m->size,         m->rank,          m->mailbox.stamp,
+                    m->mailbox_seq,   m->posted_next, m->mailbox.stride };
 
     pthread_mutex_lock(&stamps.lock);
     free(left_behind[m->comm_id].remote);      /* none: the connect took them */
@@ -426,7 +461,8 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
 
 void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m)
 {
-    if (m->mailbox.local != NULL && m->mailbox.remote != NULL && m->mailbox_seq > 0) {
+    if (m->mailbox.local != NULL && m->mailbox.remote != NULL &&
+        (m->mailbox_seq > 0 || m->posted_next > 0)) {
         leave_readers_behind(m);
     }
     free(m->mailbox.remote);
@@ -595,4 +631,59 @@ int ringx_outbox_reduce(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t s
         }
     }
     return rc;
+}
+
+/* ---------------------------------------------------- posted outboxes */
+
+size_t ringx_posted_bytes(const mca_coll_ringx_module_t *m)
+{
+    return m->mailbox.local != NULL ? m->mailbox.bytes : 0;
+}
+
+static char *region_at(const mca_coll_ringx_module_t *m, int rank)
+{
+    return rank == m->rank ? m->mailbox.local : m->mailbox.remote[rank];
+}
+
+char *ringx_posted_data(const mca_coll_ringx_module_t *m, int rank, uint64_t n)
+{
+    return posted_slot(m->mailbox.stride, region_at(m, rank), n) + FLAG_BYTES;
+}
+
+/* Every rank, this one too (its own earlier call reads its own outbox),
+ * has acknowledged the slot's earlier call.  A peer's acknowledgements
+ * count once its region is stamped: before, they may be an earlier
+ * communicator's. */
+int ringx_posted_free(mca_coll_ringx_module_t *m, uint64_t n)
+{
+    for (int r = 0; n >= RINGX_POSTED_SLOTS && r < m->size; r++) {
+        if (!ringx_mailbox_stamped(m, r) ||
+            __atomic_load_n(&posted_acks(m->mailbox.stride, region_at(m, r))[n % RINGX_POSTED_SLOTS],
+                            __ATOMIC_ACQUIRE) < n - RINGX_POSTED_SLOTS + 1) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, int rc)
+{
+    __atomic_store_n((uint64_t *)posted_slot(m->mailbox.stride, m->mailbox.local, n),
+                     (n + 1) | (rc == OMPI_SUCCESS ? 0 : FLAG_FAILED), __ATOMIC_RELEASE);
+}
+
+int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n)
+{
+    uint64_t flag = ringx_mailbox_stamped(m, rank)
+                        ? __atomic_load_n((const uint64_t *)posted_slot(m->mailbox.stride,
+                                                                        m->mailbox.remote[rank], n),
+                                          __ATOMIC_ACQUIRE)
+                        : 0;
+    return (flag & ~FLAG_FAILED) != n + 1 ? 0 : flag & FLAG_FAILED ? OMPI_ERROR : 1;
+}
+
+void ringx_posted_done(mca_coll_ringx_module_t *m, uint64_t n)
+{
+    __atomic_store_n(&posted_acks(m->mailbox.stride, m->mailbox.local)[n % RINGX_POSTED_SLOTS],
+                     n + 1, __ATOMIC_RELEASE);
 }

@@ -43,6 +43,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->comm = NULL;
     m->rank = m->size = 0;
     m->comm_id = m->seq = m->mailbox_seq = 0;
+    m->posted_next = 0;
     m->comm_id_common = false;
     m->peers = NULL;
     memset(&m->mailbox, 0, sizeof(m->mailbox));

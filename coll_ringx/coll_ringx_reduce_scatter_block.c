@@ -209,7 +209,7 @@ static int run_direct(ringx_call_t *c)
 const ringx_alg_impl_t ringx_reduce_scatter_block_algs[] = {
     { RINGX_ALG_RING, build_ring, NULL },
     { RINGX_ALG_RECURSIVE_HALVING, build_halving, NULL },
-    { RINGX_ALG_DIRECT_READ, ringx_dsched_build, run_direct },
+    { RINGX_ALG_DIRECT_READ, ringx_direct_build, run_direct },
     { RINGX_ALG_HIERARCHICAL, ringx_hier_build_reduce_scatter_block, NULL },
     { RINGX_ALG_COUNT, NULL, NULL },
 };

@@ -20,6 +20,7 @@ static ringx_mem_t *mem_of(ringx_sched_t *s)
 {
     return s->engine == RINGX_ENGINE_RING     ? s->u.ring.mem
            : s->engine == RINGX_ENGINE_DIRECT ? s->u.ds.mem
+           : s->engine == RINGX_ENGINE_OUTBOX ? &s->u.os.call->mem
                                               : s->u.xs.mem;
 }
 
@@ -54,6 +55,8 @@ int ringx_sched_start(ringx_sched_t *s)
         return ringx_xsched_start(&s->u.xs, s->seq);
     case RINGX_ENGINE_DIRECT:
         return ringx_dsched_start(&s->u.ds);
+    case RINGX_ENGINE_OUTBOX:
+        return ringx_osched_start(&s->u.os);
     default:
         return OMPI_SUCCESS;
     }
@@ -94,6 +97,9 @@ int ringx_sched_progress(ringx_sched_t *s)
     case RINGX_ENGINE_DIRECT:
         rc = ringx_dsched_progress(&s->u.ds);
         break;
+    case RINGX_ENGINE_OUTBOX:
+        rc = ringx_osched_progress(&s->u.os);
+        break;
     default:
         break;
     }
@@ -128,6 +134,7 @@ void ringx_sched_cleanup(ringx_sched_t *s)
     size_t *sent = s->engine == RINGX_ENGINE_RING       ? &s->u.ring.bytes_sent
                    : s->engine == RINGX_ENGINE_EXCHANGE ? &s->u.xs.bytes_sent
                    : s->engine == RINGX_ENGINE_DIRECT   ? &s->u.ds.bytes_sent
+                   : s->engine == RINGX_ENGINE_OUTBOX   ? &s->u.os.bytes_sent
                                                         : NULL;
 
     if (!s->started) {

@@ -302,6 +302,23 @@ int ringx_dsched_start(ringx_dsched_t *s);
 int ringx_dsched_progress(ringx_dsched_t *s);
 void ringx_dsched_release(ringx_dsched_t *s);
 
+/* ------------------------------------------------------ posted outboxes */
+
+/* A small nonblocking or persistent call on one node through the posted
+ * outboxes (coll_ringx_osched.c). */
+typedef struct ringx_osched {
+    struct ringx_call *call;    /* the call it is part of: buffers, memory, reduction */
+    size_t bytes;               /* what this rank puts in its outbox */
+    uint64_t n;                 /* the call's number among the posted ones */
+    int phase;
+    int arrived;                /* peers whose input is in, from the next rank on */
+    int rc;
+    size_t bytes_sent;
+} ringx_osched_t;
+
+int ringx_osched_start(ringx_osched_t *s);
+int ringx_osched_progress(ringx_osched_t *s);
+
 /* ----------------------------------------------------------- schedule */
 
 /* A local copy the collective owes after its engine (a rotation, a block
@@ -316,7 +333,8 @@ typedef enum ringx_engine {
     RINGX_ENGINE_NONE,          /* only the copies */
     RINGX_ENGINE_RING,
     RINGX_ENGINE_EXCHANGE,
-    RINGX_ENGINE_DIRECT
+    RINGX_ENGINE_DIRECT,
+    RINGX_ENGINE_OUTBOX
 } ringx_engine_t;
 
 /* The buffers the ring's block functions read (ringx_ring_t.ctx). */
@@ -342,6 +360,7 @@ typedef struct ringx_sched {
         ringx_ring_t ring;
         ringx_xsched_t xs;
         ringx_dsched_t ds;
+        ringx_osched_t os;
     } u;
 } ringx_sched_t;
 

@@ -10,6 +10,8 @@
  *   mixed         blocking calls on a communicator while nonblocking ones
  *                 are outstanding on it (the blocking ones use the mailboxes
  *                 and outboxes, the nonblocking ones must not disturb them);
+ *   many_small    more small calls outstanding on one communicator than it
+ *                 has posted outboxes, completed in different orders;
  *   progress      rank 0 starts a large nonblocking call and then a blocking
  *                 one, while the other ranks wait for the nonblocking one
  *                 first: rank 0's blocking call must advance the nonblocking
@@ -284,6 +286,72 @@ static void mixed(MPI_Comm comm)
 /* Rank 0 goes into a blocking call while the others wait for the
  * nonblocking one: only if rank 0's wait advances the nonblocking call can
  * the others leave their MPI_Wait and join the blocking call. */
+enum { NSMALL = 19 };
+
+/* Calls of all three collectives through the mailboxes or outboxes, in
+ * all (coll_ringx_<coll>_mailbox). */
+static unsigned long long through_mailboxes(void)
+{
+    unsigned long long n = 0;
+    for (int i = 0; i < NCOLL; i++) {
+        rx_counters_t k;
+        rx_counters_read(colls[i], NULL, &k);
+        n += k.mailbox;
+    }
+    return n;
+}
+
+/* Whether comm's ranks share a node (Open MPI's locality, as ringx's). */
+static int one_node(MPI_Comm comm)
+{
+    MPI_Comm node;
+    int node_size, size;
+
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_free(&node);
+    return node_size == size;
+}
+
+/* More small calls outstanding on one communicator than it has posted
+ * outboxes (4), so that later calls wait for their outbox to be read;
+ * completed in reverse order on even ranks and by MPI_Testsome in a
+ * rank-dependent order on odd ones.  On one node (node: comm's ranks
+ * share one) every call must have gone through the posted outboxes. */
+static void many_small(MPI_Comm comm, int node)
+{
+    nbcall_t calls[NSMALL];
+    MPI_Request reqs[NSMALL];
+    int rank, done = 0, idx[NSMALL];
+    unsigned long long before, through;
+
+    MPI_Comm_rank(comm, &rank);
+    before = through_mailboxes();
+    for (int i = 0; i < NSMALL; i++) {
+        nb_post(&calls[i], i % NCOLL, 1 + (size_t)(i * 7) % 97, rx_mix(7, (uint64_t)i), comm);
+    }
+    for (int i = 0; i < NSMALL; i++) {
+        reqs[i] = calls[rank % 2 ? (i + rank) % NSMALL : NSMALL - 1 - i].req;
+    }
+    if (rank % 2 == 0) {
+        MPI_Waitall(NSMALL, reqs, MPI_STATUSES_IGNORE);
+    } else {
+        while (done < NSMALL) {
+            int n = 0;
+            MPI_Testsome(NSMALL, reqs, &n, idx, MPI_STATUSES_IGNORE);
+            done += n > 0 ? n : 0;
+        }
+    }
+    through = through_mailboxes() - before;
+    for (int i = 0; i < NSMALL; i++) {
+        nb_check(&calls[i], "many small outstanding");
+    }
+    rx_check(NULL, !node || through == NSMALL,
+             "%llu of %d small nonblocking calls went through the posted outboxes", through,
+             NSMALL);
+}
+
 static void progress(MPI_Comm comm)
 {
     int rank;
@@ -561,11 +629,13 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     MPI_Comm_dup(MPI_COMM_WORLD, &d);
 
+    int node = one_node(a);         /* before the counts: it runs collectives */
     unsigned long long persistent_before = served_as(AS_PERSISTENT), persistent_starts;
     before = served_as(AS_NONBLOCKING);
     out_of_order(a, b);
     mixed(a);
     progress(b);
+    many_small(a, node);
     if (provided == MPI_THREAD_MULTIPLE) {
         threads(c, d);
     } else if (rank == 0) {
@@ -573,9 +643,9 @@ int main(int argc, char **argv)
     }
     persistent_starts = persistent(c);
     /* out_of_order: 4 rounds of NCALLS (one empty allgather may not reach
-     * ringx, see ringx_correctness); mixed: 2 x 200; progress: 1; threads:
-     * 2 x 50 x 3 */
-    unsigned long long want = 4 * NCALLS + 400 + 1 +
+     * ringx, see ringx_correctness); mixed: 2 x 200; progress: 1;
+     * many_small: NSMALL; threads: 2 x 50 x 3 */
+    unsigned long long want = 4 * NCALLS + 400 + 1 + NSMALL +
                               (provided == MPI_THREAD_MULTIPLE ? 300 : 0);
     unsigned long long got = served_as(AS_NONBLOCKING) - before;
     rx_check(NULL, size < 2 || got == want || got == want - 4,
