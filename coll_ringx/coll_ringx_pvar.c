@@ -48,7 +48,7 @@ static const struct {
       "run them and called the communicator's table instead of its own fallback), served by Open "
       "MPI's point-to-point base algorithms", mca_coll_ringx_counters.handed_back },
     { "mailbox", "%s calls served by ringx that wrote or read at least one message through "
-                 "the mailboxes (coll_ringx_mailbox_bytes)",
+                 "the mailboxes or the outboxes, posted ones included (coll_ringx_mailbox_bytes)",
       mca_coll_ringx_counters.mailbox },
 };
 
