@@ -146,8 +146,10 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
 #define RINGX_MAILBOX_STEPS 16
 #define RINGX_MAILBOX_MAX_BYTES 65536
 /* Outboxes of small nonblocking and persistent calls, per rank and
- * communicator, used in turn (coll_ringx_osched.c). */
+ * communicator, used in turn (coll_ringx_osched.c), of at least
+ * RINGX_POSTED_BYTES each (coll_ringx_mailbox_bytes if more). */
 #define RINGX_POSTED_SLOTS 4
+#define RINGX_POSTED_BYTES 16384
 
 typedef struct ringx_mailbox {
     char *local;                /* this rank's region; NULL: none (no mailboxes, no direct reads) */

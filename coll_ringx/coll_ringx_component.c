@@ -235,10 +235,11 @@ static int ringx_register(void)
                  "memory of a peer on the same node instead of sending it through UCX's "
                  "message queues; 0: never. Used by the exchange steps of the log(p) "
                  "algorithms on communicators whose ranks share a node. Each process "
-                 "reserves 64 communicators x 36 slots of this size in shared memory; the 16 "
+                 "reserves 64 communicators x 32 slots of this size in shared memory; the 16 "
                  "slots of a call are also the outbox through which direct reads (algorithm "
-                 "direct_read) pass a piece of each rank's data at a time, and 4 more the "
-                 "outboxes of small nonblocking and persistent calls. 0 also makes "
+                 "direct_read) pass a piece of each rank's data at a time; small nonblocking and "
+                 "persistent calls go through 4 outboxes of 16384 bytes (or this size if more) "
+                 "per communicator. 0 also makes "
                  "direct reads read the peers' buffers themselves at every size (allreduce "
                  "only with single copies; it declines otherwise)",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,

@@ -63,26 +63,36 @@ static size_t slot_stride(size_t bytes)
     return (FLAG_BYTES + bytes + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE;
 }
 
+/* The data bytes of a posted outbox: the mailboxes' size, or
+ * RINGX_POSTED_BYTES if more (0: no mailboxes, no outboxes). */
+static size_t posted_bytes(size_t bytes)
+{
+    return bytes == 0 ? 0 : bytes > RINGX_POSTED_BYTES ? bytes : RINGX_POSTED_BYTES;
+}
+
 /* A region: the exposure record, the mailbox slots (two calls' worth),
  * then a cache line of acknowledgements and the posted outboxes. */
 static size_t region_bytes(size_t bytes)
 {
     return RINGX_DIRECT_RECORD_BYTES +
-           (bytes ? (2 * RINGX_MAILBOX_STEPS + RINGX_POSTED_SLOTS) * slot_stride(bytes) + CACHE_LINE
+           (bytes ? 2 * RINGX_MAILBOX_STEPS * slot_stride(bytes) + CACHE_LINE +
+                        RINGX_POSTED_SLOTS * slot_stride(posted_bytes(bytes))
                   : 0);
 }
 
 _Static_assert(RINGX_POSTED_SLOTS * sizeof(uint64_t) <= CACHE_LINE,
                "a posted outbox's acknowledgement per slot on one cache line");
 
-static uint64_t *posted_acks(size_t stride, char *region)
+static uint64_t *posted_acks(size_t bytes, char *region)
 {
-    return (uint64_t *)(region + RINGX_DIRECT_RECORD_BYTES + 2 * RINGX_MAILBOX_STEPS * stride);
+    return (uint64_t *)(region + RINGX_DIRECT_RECORD_BYTES +
+                        2 * RINGX_MAILBOX_STEPS * slot_stride(bytes));
 }
 
-static char *posted_slot(size_t stride, char *region, uint64_t n)
+static char *posted_slot(size_t bytes, char *region, uint64_t n)
 {
-    return (char *)posted_acks(stride, region) + CACHE_LINE + (n % RINGX_POSTED_SLOTS) * stride;
+    return (char *)posted_acks(bytes, region) + CACHE_LINE +
+           (n % RINGX_POSTED_SLOTS) * slot_stride(posted_bytes(bytes));
 }
 
 size_t ringx_mailbox_window_bytes(void)
@@ -259,10 +269,10 @@ static void clear_and_stamp(char *region, size_t bytes, uint64_t stamp)
         memset(region + RINGX_DIRECT_RECORD_BYTES + i * stride, 0, CACHE_LINE);
     }
     if (bytes > 0) {
-        memset(posted_acks(stride, region), 0, CACHE_LINE);
+        memset(posted_acks(bytes, region), 0, CACHE_LINE);
     }
     for (uint64_t n = 0; bytes > 0 && n < RINGX_POSTED_SLOTS; n++) {
-        memset(posted_slot(stride, region, n), 0, CACHE_LINE);
+        memset(posted_slot(bytes, region, n), 0, CACHE_LINE);
     }
     __atomic_store_n(stamp_of(region), stamp, __ATOMIC_RELEASE);
 }
@@ -295,7 +305,7 @@ typedef struct {
     int size, rank;
     uint64_t stamp, calls;  /* the freed communicator's stamp and numbered calls */
     uint64_t posted;        /* its calls through the posted outboxes */
-    size_t stride;
+    size_t bytes;           /* its mailboxes' (the regions' layout) */
 } readers_t;
 
 static readers_t left_behind[RINGX_MAILBOX_COMMS];
@@ -308,7 +318,7 @@ static readers_t left_behind[RINGX_MAILBOX_COMMS];
  * rank's input, so a stamp other than the freed one's is a later one. */
 static int reader_gone(const readers_t *r, int rank)
 {
-    const uint64_t *acks = posted_acks(r->stride, r->remote[rank]);
+    const uint64_t *acks = posted_acks(r->bytes, r->remote[rank]);
     int gone = __atomic_load_n(calls_of(r->remote[rank]), __ATOMIC_ACQUIRE) >= r->calls;
 
     /* the posted outboxes' last calls, one per slot, acknowledged */
@@ -343,7 +353,7 @@ static void wait_readers_gone(uint32_t comm_id)
 static void leave_readers_behind(mca_coll_ringx_module_t *m)
 {
     readers_t r = { m->mailbox.remote, m->size,         m->rank,          m->mailbox.stamp,
-                    m->mailbox_seq,   m->posted_next, m->mailbox.stride };
+                    m->mailbox_seq,   m->posted_next, m->mailbox.bytes };
 
     pthread_mutex_lock(&stamps.lock);
     free(left_behind[m->comm_id].remote);      /* none: the connect took them */
@@ -637,7 +647,7 @@ int ringx_outbox_reduce(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t s
 
 size_t ringx_posted_bytes(const mca_coll_ringx_module_t *m)
 {
-    return m->mailbox.local != NULL ? m->mailbox.bytes : 0;
+    return m->mailbox.local != NULL ? posted_bytes(m->mailbox.bytes) : 0;
 }
 
 static char *region_at(const mca_coll_ringx_module_t *m, int rank)
@@ -647,7 +657,7 @@ static char *region_at(const mca_coll_ringx_module_t *m, int rank)
 
 char *ringx_posted_data(const mca_coll_ringx_module_t *m, int rank, uint64_t n)
 {
-    return posted_slot(m->mailbox.stride, region_at(m, rank), n) + FLAG_BYTES;
+    return posted_slot(m->mailbox.bytes, region_at(m, rank), n) + FLAG_BYTES;
 }
 
 /* Every rank, this one too (its own earlier call reads its own outbox),
@@ -658,7 +668,7 @@ int ringx_posted_free(mca_coll_ringx_module_t *m, uint64_t n)
 {
     for (int r = 0; n >= RINGX_POSTED_SLOTS && r < m->size; r++) {
         if (!ringx_mailbox_stamped(m, r) ||
-            __atomic_load_n(&posted_acks(m->mailbox.stride, region_at(m, r))[n % RINGX_POSTED_SLOTS],
+            __atomic_load_n(&posted_acks(m->mailbox.bytes, region_at(m, r))[n % RINGX_POSTED_SLOTS],
                             __ATOMIC_ACQUIRE) < n - RINGX_POSTED_SLOTS + 1) {
             return 0;
         }
@@ -668,14 +678,14 @@ int ringx_posted_free(mca_coll_ringx_module_t *m, uint64_t n)
 
 void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, int rc)
 {
-    __atomic_store_n((uint64_t *)posted_slot(m->mailbox.stride, m->mailbox.local, n),
+    __atomic_store_n((uint64_t *)posted_slot(m->mailbox.bytes, m->mailbox.local, n),
                      (n + 1) | (rc == OMPI_SUCCESS ? 0 : FLAG_FAILED), __ATOMIC_RELEASE);
 }
 
 int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n)
 {
     uint64_t flag = ringx_mailbox_stamped(m, rank)
-                        ? __atomic_load_n((const uint64_t *)posted_slot(m->mailbox.stride,
+                        ? __atomic_load_n((const uint64_t *)posted_slot(m->mailbox.bytes,
                                                                         m->mailbox.remote[rank], n),
                                           __ATOMIC_ACQUIRE)
                         : 0;
@@ -684,6 +694,6 @@ int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n)
 
 void ringx_posted_done(mca_coll_ringx_module_t *m, uint64_t n)
 {
-    __atomic_store_n(&posted_acks(m->mailbox.stride, m->mailbox.local)[n % RINGX_POSTED_SLOTS],
+    __atomic_store_n(&posted_acks(m->mailbox.bytes, m->mailbox.local)[n % RINGX_POSTED_SLOTS],
                      n + 1, __ATOMIC_RELEASE);
 }
