@@ -323,13 +323,18 @@ static void many_small(MPI_Comm comm, int node)
 {
     nbcall_t calls[NSMALL];
     MPI_Request reqs[NSMALL];
-    int rank, done = 0, idx[NSMALL];
+    int rank, size, done = 0, idx[NSMALL];
     unsigned long long before, through;
 
     MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
     before = through_mailboxes();
     for (int i = 0; i < NSMALL; i++) {
-        nb_post(&calls[i], i % NCOLL, 1 + (size_t)(i * 7) % 97, rx_mix(7, (uint64_t)i), comm);
+        /* reduce_scatter_block's inputs of about 12 KB (its outboxes hold
+         * 16 KiB), the others' a few hundred bytes */
+        size_t count = i % NCOLL == RSB ? (3000 + (size_t)i) / (size_t)size
+                                        : 1 + (size_t)(i * 7) % 97;
+        nb_post(&calls[i], i % NCOLL, count, rx_mix(7, (uint64_t)i), comm);
     }
     for (int i = 0; i < NSMALL; i++) {
         reqs[i] = calls[rank % 2 ? (i + rank) % NSMALL : NSMALL - 1 - i].req;
