@@ -170,12 +170,10 @@ static size_t whole_limit(const mca_coll_ringx_module_t *m, int crowded)
  * read waits for its peer to be scheduled, the outboxes won at 32-128 KiB
  * (allgather np 8 64 KiB: 3.3x against 0.94x).
  */
-static size_t buffers_from(ringx_coll_t coll, int crowded)
+static size_t buffers_from(ringx_coll_t coll, int crowded, int set)
 {
     size_t bytes = mca_coll_ringx_component.direct_buffer_bytes;
-    return ringx_direct_buffer_bytes_set() || coll == RINGX_COLL_ALLREDUCE || crowded
-               ? bytes
-               : 16 * 1024;
+    return set || coll == RINGX_COLL_ALLREDUCE || crowded ? bytes : 16 * 1024;
 }
 
 /* ------------------------------------------------------------- stamps */
@@ -384,6 +382,7 @@ void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
     size_t bytes = slot_bytes();
     int node_ranks = ompi_group_count_local_peers(m->comm->c_local_group);
     int ok = node_ranks == m->size && usable_here(m, windows, bytes);
+    int set = ringx_direct_buffer_bytes_set();     /* looked up once, not per collective */
 
     local[RINGX_MB_USABLE] = ok;
     local[RINGX_MB_BYTES] = (int)bytes;
@@ -392,7 +391,7 @@ void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
     /* single copies to every peer, or no direct reads of buffers */
     local[RINGX_MB_SINGLE_COPY] = ok && ringx_direct_single_copy(m);
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
-        size_t from = buffers_from((ringx_coll_t)coll, crowded);
+        size_t from = buffers_from((ringx_coll_t)coll, crowded, set);
         local[RINGX_MB_DIRECT + coll] = (int)(from > INT_MAX ? INT_MAX : from);
     }
     local[RINGX_MB_NODE_MIN] = node_ranks;          /* MIN: the fewest ranks on a node */
