@@ -237,9 +237,10 @@ static int ringx_register(void)
                  "algorithms on communicators whose ranks share a node. Each process "
                  "reserves 64 communicators x 32 slots of this size in shared memory; the 16 "
                  "slots of a call are also the outbox through which direct reads (algorithm "
-                 "direct_read) pass a piece of each rank's data at a time; small nonblocking and "
-                 "persistent calls go through 4 outboxes of 16384 bytes (or this size if more) "
-                 "per communicator. 0 also makes "
+                 "direct_read) pass a piece of each rank's data at a time; nonblocking and "
+                 "persistent calls whose input (a rank's block in allgather) is up to 65536 "
+                 "bytes go through 4 posted outboxes of that size per communicator. 0 also "
+                 "turns the posted outboxes off and makes "
                  "direct reads read the peers' buffers themselves at every size (allreduce "
                  "only with single copies; it declines otherwise)",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,

@@ -70,13 +70,22 @@ static size_t posted_bytes(size_t bytes)
     return bytes == 0 ? 0 : bytes > RINGX_POSTED_BYTES ? bytes : RINGX_POSTED_BYTES;
 }
 
+/* A posted outbox: a flag per part (the input, then allreduce's share of
+ * the result), then the data. */
+#define POSTED_FLAGS_BYTES (RINGX_OUTBOX_PARTS * FLAG_BYTES)
+
+static size_t posted_stride(size_t bytes)
+{
+    return slot_stride(POSTED_FLAGS_BYTES - FLAG_BYTES + posted_bytes(bytes));
+}
+
 /* A region: the exposure record, the mailbox slots (two calls' worth),
  * then a cache line of acknowledgements and the posted outboxes. */
 static size_t region_bytes(size_t bytes)
 {
     return RINGX_DIRECT_RECORD_BYTES +
            (bytes ? 2 * RINGX_MAILBOX_STEPS * slot_stride(bytes) + CACHE_LINE +
-                        RINGX_POSTED_SLOTS * slot_stride(posted_bytes(bytes))
+                        RINGX_POSTED_SLOTS * posted_stride(bytes)
                   : 0);
 }
 
@@ -89,10 +98,10 @@ static uint64_t *posted_acks(size_t bytes, char *region)
                         2 * RINGX_MAILBOX_STEPS * slot_stride(bytes));
 }
 
-static char *posted_slot(size_t bytes, char *region, uint64_t n)
+static uint64_t *posted_slot(size_t bytes, char *region, uint64_t n)
 {
-    return (char *)posted_acks(bytes, region) + CACHE_LINE +
-           (n % RINGX_POSTED_SLOTS) * slot_stride(posted_bytes(bytes));
+    return (uint64_t *)((char *)posted_acks(bytes, region) + CACHE_LINE +
+                        (n % RINGX_POSTED_SLOTS) * posted_stride(bytes));
 }
 
 size_t ringx_mailbox_window_bytes(void)
@@ -656,7 +665,7 @@ static char *region_at(const mca_coll_ringx_module_t *m, int rank)
 
 char *ringx_posted_data(const mca_coll_ringx_module_t *m, int rank, uint64_t n)
 {
-    return posted_slot(m->mailbox.bytes, region_at(m, rank), n) + FLAG_BYTES;
+    return (char *)posted_slot(m->mailbox.bytes, region_at(m, rank), n) + POSTED_FLAGS_BYTES;
 }
 
 /* Every rank, this one too (its own earlier call reads its own outbox),
@@ -675,17 +684,17 @@ int ringx_posted_free(mca_coll_ringx_module_t *m, uint64_t n)
     return 1;
 }
 
-void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, int rc)
+void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, ringx_outbox_part_t part, int rc)
 {
-    __atomic_store_n((uint64_t *)posted_slot(m->mailbox.bytes, m->mailbox.local, n),
+    __atomic_store_n(&posted_slot(m->mailbox.bytes, m->mailbox.local, n)[part],
                      (n + 1) | (rc == OMPI_SUCCESS ? 0 : FLAG_FAILED), __ATOMIC_RELEASE);
 }
 
-int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n)
+int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n, ringx_outbox_part_t part)
 {
     uint64_t flag = ringx_mailbox_stamped(m, rank)
-                        ? __atomic_load_n((const uint64_t *)posted_slot(m->mailbox.bytes,
-                                                                        m->mailbox.remote[rank], n),
+                        ? __atomic_load_n(&posted_slot(m->mailbox.bytes, m->mailbox.remote[rank],
+                                                       n)[part],
                                           __ATOMIC_ACQUIRE)
                         : 0;
     return (flag & ~FLAG_FAILED) != n + 1 ? 0 : flag & FLAG_FAILED ? OMPI_ERROR : 1;

@@ -1,11 +1,15 @@
 /*
- * coll_ringx_osched.c - small nonblocking and persistent calls on one node
- * through the posted outboxes (coll_ringx_mailbox.c), as a resumable
- * schedule: each rank copies its input into its next outbox, and once
- * every peer's is in, takes what it needs from all of them at once.
+ * coll_ringx_osched.c - nonblocking and persistent calls on one node up to
+ * RINGX_POSTED_BYTES through the posted outboxes (coll_ringx_mailbox.c),
+ * as a resumable schedule: each rank copies its input into its next
+ * outbox, and once every peer's is in, takes what it needs from all of
+ * them at once.
  *
- *   allreduce             every rank reduces every input, in rank order
- *                         (the same bits on every rank);
+ *   allreduce             up to RINGX_POSTED_WHOLE_BYTES every rank
+ *                         reduces every input, in rank order (the same
+ *                         bits on every rank); above, each rank reduces
+ *                         its share, publishes it in its outbox, and
+ *                         copies the peers' shares out of theirs;
  *   allgather             every rank copies every block into place;
  *   reduce_scatter_block  every rank reduces its block of every input.
  *
@@ -23,6 +27,7 @@
 enum {
     P_SLOT,                     /* the outbox's earlier call still read somewhere */
     P_INPUTS,                   /* waiting for the peers' inputs */
+    P_SHARES,                   /* allreduce by shares: waiting for the peers' shares */
     P_DONE
 };
 
@@ -34,22 +39,6 @@ static size_t input_bytes(const ringx_call_t *c)
     return c->coll == RINGX_COLL_REDUCE_SCATTER_BLOCK ? bytes * (size_t)c->m->size : bytes;
 }
 
-/*
- * The most a rank puts in its outbox.  reduce_scatter_block fills the
- * outboxes (RINGX_POSTED_BYTES), the others up to coll_ringx_mailbox_bytes:
- * measured with ringx_bench -f nonblocking (2 cores, 2026-12-05, ratios to
- * libnbc, 16 KiB outboxes against 4 KiB), reduce_scatter_block of 8-16 KiB
- * went 2.5-2.8x instead of 1.5-1.8x at np 4 and 2.0-2.1x instead of
- * 1.2x at np 8, but allreduce 16 KiB, every rank reducing every input, went
- * 1.14x instead of 1.34x at np 4 (np 2: 1.70x instead of 1.93x).
- */
-static size_t fits_bytes(const ringx_call_t *c)
-{
-    return c->coll == RINGX_COLL_REDUCE_SCATTER_BLOCK
-               ? ringx_posted_bytes(c->m)
-               : (ringx_posted_bytes(c->m) > 0 ? c->m->mailbox.bytes : 0);
-}
-
 /* Only what every rank knows alike decides: a rank whose host buffers are
  * staged (coll_ringx_stage_host_buffers, for tests) goes this way as well,
  * copying with its backend; device memory never reaches a nonblocking or
@@ -57,7 +46,7 @@ static size_t fits_bytes(const ringx_call_t *c)
 int ringx_osched_fits(const ringx_call_t *c)
 {
     return !c->blocking && c->count > 0 && !ringx_memtype_on_device(c->mem.type) &&
-           ringx_direct_possible(c->m) && input_bytes(c) <= fits_bytes(c);
+           ringx_direct_possible(c->m) && input_bytes(c) <= ringx_posted_bytes(c->m);
 }
 
 int ringx_osched_build(ringx_call_t *c)
@@ -77,22 +66,62 @@ int ringx_osched_start(ringx_osched_t *s)
     return OMPI_SUCCESS;
 }
 
-/* Every peer's input in, from the next rank on. */
-static int inputs_in(ringx_osched_t *s)
+/* The largest allreduce that every rank reduces whole from the posted
+ * outboxes (one synchronisation) rather than a share each (two; above).
+ * ringx_bench -f nonblocking (2 cores, 2026-12-05, ratios to libnbc):
+ * shares from 4 KiB at np 4 went 1.7-2.3x where whole reductions went
+ * 1.3-2.0x, at np 8 1.9-2.2x against 1.2-1.35x (8 KiB); at np 2, 2 KiB
+ * whole 1.97x against 1.8x. */
+#define RINGX_POSTED_WHOLE_BYTES 2048
+
+/* Allreduce by shares: each rank reduces its block (ringx_block_offset)
+ * of every input and publishes it in its own outbox, where that block of
+ * its input was, which only it reads; then copies every peer's share. */
+static int by_shares(const ringx_osched_t *s)
+{
+    return s->call->coll == RINGX_COLL_ALLREDUCE && s->bytes > RINGX_POSTED_WHOLE_BYTES;
+}
+
+/* Elements and byte offset of rank's share of an allreduce by shares. */
+static size_t share_count(const ringx_call_t *c, int rank)
+{
+    return ringx_block_count(c->count, c->m->size, rank);
+}
+
+static size_t share_offset(const ringx_call_t *c, int rank)
+{
+    return ringx_block_offset(c->count, c->m->size, rank) * c->elem_size;
+}
+
+static int copy_share(ringx_osched_t *s, int rank)
+{
+    const ringx_call_t *c = s->call;
+    size_t off = share_offset(c, rank);
+
+    return ringx_mem_copy(&s->call->mem, c->result + off, ringx_posted_data(c->m, rank, s->n) + off,
+                          share_count(c, rank) * c->elem_size);
+}
+
+/* Every peer's part of the call in, from the next rank on: s->arrived
+ * counts them. */
+static int peers_in(ringx_osched_t *s, ringx_outbox_part_t part)
 {
     mca_coll_ringx_module_t *m = s->call->m;
     int in;
 
     while (s->arrived < m->size - 1 &&
-           (in = ringx_posted_arrived(m, (m->rank + 1 + s->arrived) % m->size, s->n)) != 0) {
+           (in = ringx_posted_arrived(m, (m->rank + 1 + s->arrived) % m->size, s->n, part)) != 0) {
         s->rc = s->rc == OMPI_SUCCESS && in < 0 ? in : s->rc;
+        if (in > 0 && part == RINGX_OUTBOX_RESULT && s->rc == OMPI_SUCCESS) {
+            s->rc = copy_share(s, (m->rank + 1 + s->arrived) % m->size);
+        }
         s->arrived++;
     }
     return s->arrived == m->size - 1;
 }
 
-/* Reduces each rank's input at offset, count elements, into the result. */
-static void reduce_all(ringx_osched_t *s, size_t offset, size_t count)
+/* Reduces each rank's input at offset, count elements, into dst. */
+static void reduce_all(ringx_osched_t *s, char *dst, size_t offset, size_t count)
 {
     enum { ON_STACK = 64 };
     mca_coll_ringx_module_t *m = s->call->m;
@@ -106,8 +135,7 @@ static void reduce_all(ringx_osched_t *s, size_t offset, size_t count)
         in[r] = ringx_posted_data(m, r, s->n) + offset;
     }
     if (in != NULL) {
-        ringx_host_reduce_all(s->call->result, in, m->size, count, s->call->red.type,
-                              s->call->red.op);
+        ringx_host_reduce_all(dst, in, m->size, count, s->call->red.type, s->call->red.op);
     }
     s->rc = in != NULL ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
 }
@@ -124,25 +152,53 @@ static void gather(ringx_osched_t *s)
     }
 }
 
-/* With every input in: this rank's result, and the call acknowledged. */
+/* This rank's share of an allreduce by shares, reduced into its result and
+ * put where its outbox held that block of its input. */
+static void reduce_share(ringx_osched_t *s)
+{
+    const ringx_call_t *c = s->call;
+    size_t off = share_offset(c, c->m->rank), bytes = share_count(c, c->m->rank) * c->elem_size;
+
+    reduce_all(s, c->result + off, off, share_count(c, c->m->rank));
+    if (s->rc == OMPI_SUCCESS) {
+        s->rc = ringx_mem_copy(&s->call->mem, ringx_posted_data(c->m, c->m->rank, s->n) + off,
+                               c->result + off, bytes);
+    }
+}
+
+/* With every input in (s->rc: all went in): what this rank makes of them. */
 static void take(ringx_osched_t *s)
 {
     const ringx_call_t *c = s->call;
-    mca_coll_ringx_module_t *m = c->m;
 
     if (s->rc != OMPI_SUCCESS) {
         /* some rank's input did not go in: the call fails on every rank */
     } else if (c->coll == RINGX_COLL_ALLGATHER) {
         gather(s);
+    } else if (by_shares(s)) {
+        reduce_share(s);
     } else if (c->coll == RINGX_COLL_ALLREDUCE) {
-        reduce_all(s, 0, c->count);
+        reduce_all(s, c->result, 0, c->count);
     } else {
-        reduce_all(s, (size_t)m->rank * c->count * c->elem_size, c->count);
+        reduce_all(s, c->result, (size_t)c->m->rank * c->count * c->elem_size, c->count);
     }
+}
+
+/* The call acknowledged (this rank reads no peer's outbox any more), and
+ * counted. */
+static void finish(ringx_osched_t *s)
+{
+    const ringx_call_t *c = s->call;
+    mca_coll_ringx_module_t *m = c->m;
+    size_t share = by_shares(s) ? share_count(c, m->rank) * c->elem_size : 0;
+
     ringx_posted_done(m, s->n);
     if (s->rc == OMPI_SUCCESS) {
         ringx_count(&mca_coll_ringx_counters.mailbox[c->coll], 1);
-        s->bytes_sent += s->bytes * (size_t)(m->size - 1);     /* what the peers took */
+        /* what the peers took: all of the outbox, or their blocks of the
+         * input and this rank's share */
+        s->bytes_sent += by_shares(s) ? s->bytes - share + share * (size_t)(m->size - 1)
+                                      : s->bytes * (size_t)(m->size - 1);
     }
 }
 
@@ -150,6 +206,9 @@ int ringx_osched_progress(ringx_osched_t *s)
 {
     mca_coll_ringx_module_t *m = s->call->m;
 
+    if (s->phase == P_DONE) {
+        return s->rc == OMPI_SUCCESS ? RINGX_DONE : s->rc;    /* finished before */
+    }
     if (s->phase == P_SLOT) {
         if (!ringx_posted_free(m, s->n)) {
             return RINGX_PENDING;
@@ -157,15 +216,28 @@ int ringx_osched_progress(ringx_osched_t *s)
         s->rc = ringx_mem_copy(&s->call->mem, ringx_posted_data(m, m->rank, s->n), s->call->input,
                                s->bytes);
         /* published in any case: the peers must not wait for ever */
-        ringx_posted_publish(m, s->n, s->rc);
+        ringx_posted_publish(m, s->n, RINGX_OUTBOX_INPUT, s->rc);
         s->phase = P_INPUTS;
     }
     if (s->phase == P_INPUTS) {
-        if (!inputs_in(s)) {
+        if (!peers_in(s, RINGX_OUTBOX_INPUT)) {
             return RINGX_PENDING;
         }
+        /* whether every input went in, every rank knows alike: only then
+         * do the peers wait for this rank's share */
+        s->phase = s->rc == OMPI_SUCCESS && by_shares(s) ? P_SHARES : P_DONE;
         take(s);
+        if (s->phase == P_SHARES) {
+            ringx_posted_publish(m, s->n, RINGX_OUTBOX_RESULT, s->rc);
+            s->arrived = 0;
+        }
+    }
+    if (s->phase == P_SHARES) {
+        if (!peers_in(s, RINGX_OUTBOX_RESULT)) {
+            return RINGX_PENDING;
+        }
         s->phase = P_DONE;
     }
+    finish(s);
     return s->rc == OMPI_SUCCESS ? RINGX_DONE : s->rc;
 }

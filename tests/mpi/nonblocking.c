@@ -330,9 +330,13 @@ static void many_small(MPI_Comm comm, int node)
     MPI_Comm_size(comm, &size);
     before = through_mailboxes();
     for (int i = 0; i < NSMALL; i++) {
-        /* reduce_scatter_block's inputs of about 12 KB (its outboxes hold
-         * 16 KiB), the others' a few hundred bytes */
+        /* reduce_scatter_block's inputs of about 12 KB, every other
+         * allreduce of about 16 KB (reduced by shares, two flags per
+         * outbox), the others' a few hundred bytes: all fit the 64 KiB
+         * outboxes */
+        int larger = i % NCOLL == RSB || (i % NCOLL == ALLREDUCE && i % 2 == 0);
         size_t count = i % NCOLL == RSB ? (3000 + (size_t)i) / (size_t)size
+                       : larger         ? 4000 + (size_t)i
                                         : 1 + (size_t)(i * 7) % 97;
         nb_post(&calls[i], i % NCOLL, count, rx_mix(7, (uint64_t)i), comm);
     }
