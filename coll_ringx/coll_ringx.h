@@ -155,6 +155,15 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
  * each process's shared window (RINGX_MAILBOX_COMMS regions), touched only
  * where used. */
 #define RINGX_POSTED_SLOTS 4
+/* The largest allreduce that every rank reduces whole out of the
+ * outboxes, blocking or posted (one synchronisation), rather than a share
+ * each (two).  ringx_bench, 2 cores, 2026-12-05, ratios to the stock
+ * collectives: shares from 2 KiB, blocking, np 3 4-32 KiB 2.2-3.3x where
+ * whole reductions (up to 64 KiB / (p-1) before) gave 1.0-1.9x, np 4 4-16
+ * KiB 2.6-3.5x against 1.3-2.0x, np 6 and 8 4-8 KiB 2.6-4.6x against
+ * 1.7-2.2x; nonblocking against libnbc, np 8 8 KiB 1.9-2.2x against
+ * 1.2-1.35x (np 2, 2 KiB: 1.8x against 1.97x whole). */
+#define RINGX_WHOLE_BYTES 1024
 #define RINGX_POSTED_BYTES 65536
 
 typedef struct ringx_mailbox {
@@ -164,7 +173,6 @@ typedef struct ringx_mailbox {
     uint64_t stamp;             /* this communicator's, on its region (coll_ringx_mailbox.c) */
     size_t bytes;               /* data bytes per slot */
     size_t stride;              /* bytes per slot */
-    size_t whole_bytes;         /* largest allreduce each rank reduces whole (agreed) */
     size_t buffers_from[RINGX_COLL_COUNT]; /* calls this large read the peers' buffers (agreed; 0: never) */
     int single_copy;            /* this rank reads every peer with single copies */
 } ringx_mailbox_t;
@@ -614,7 +622,6 @@ enum ringx_mailbox_agree {
     RINGX_MB_USABLE,            /* this rank can use mailboxes on m */
     RINGX_MB_BYTES,             /* coll_ringx_mailbox_bytes, and negated: their MAX */
     RINGX_MB_BYTES_NEG,
-    RINGX_MB_WHOLE,             /* the largest allreduce reduced whole */
     RINGX_MB_SINGLE_COPY,       /* single copies to every peer */
     RINGX_MB_DIRECT,            /* by collective: where its calls read the buffers */
     RINGX_MB_DIRECT_END = RINGX_MB_DIRECT + RINGX_COLL_COUNT - 1,

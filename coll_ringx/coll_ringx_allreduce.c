@@ -267,7 +267,7 @@ static int allreduce_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const 
 {
     size_t elem = ringx_type_size(red.type), piece = ringx_outbox_bytes(m) / elem;
     const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    int whole = count * elem <= m->mailbox.whole_bytes && count <= piece;
+    int whole = count * elem <= RINGX_WHOLE_BYTES && count <= piece;
     int rc = OMPI_SUCCESS;
 
     if (whole) {

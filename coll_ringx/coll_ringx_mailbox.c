@@ -152,22 +152,6 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
 }
 
 /*
- * The largest allreduce that every rank reduces whole from the outboxes
- * (one synchronisation) rather than a share each (two).  Measured with
- * ringx_bench on the development machine (2 cores): at np 2 halves are
- * faster from 2 KiB; with more ranks than cores, where each
- * synchronisation waits for the ranks to be scheduled, whole reductions
- * win up to about 64 KiB at np 4 and 8 KiB at np 8, i.e. while the
- * reduced bytes, size x (p-1), stay below about 64 KiB.  Every rank must
- * use the same limit: agreed when the mailboxes connect.
- */
-static size_t whole_limit(const mca_coll_ringx_module_t *m, int crowded)
-{
-    size_t limit = 1024, shared = (size_t)64 * 1024 / (size_t)(m->size > 1 ? m->size - 1 : 1);
-    return crowded && shared > limit ? shared : limit;
-}
-
-/*
  * Where a collective's calls read the peers' buffers rather than pass
  * through the outboxes: coll_ringx_direct_buffer_bytes where it was set.
  * Measured with ringx_bench (2 cores, 2026-12-05, ratios to the stock
@@ -396,7 +380,6 @@ void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
     local[RINGX_MB_USABLE] = ok;
     local[RINGX_MB_BYTES] = (int)bytes;
     local[RINGX_MB_BYTES_NEG] = -(int)bytes;
-    local[RINGX_MB_WHOLE] = (int)whole_limit(m, crowded);
     /* single copies to every peer, or no direct reads of buffers */
     local[RINGX_MB_SINGLE_COPY] = ok && ringx_direct_single_copy(m);
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
@@ -456,7 +439,6 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
         mb->remote[r] = r == m->rank ? NULL : region_of(windows[r], m->comm_id, bytes);
     }
     mb->bytes = bytes;
-    mb->whole_bytes = (size_t)global[RINGX_MB_WHOLE];
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
         mb->buffers_from[coll] =
             global[RINGX_MB_SINGLE_COPY] ? (size_t)global[RINGX_MB_DIRECT + coll] : 0;

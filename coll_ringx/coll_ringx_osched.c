@@ -5,7 +5,7 @@
  * outbox, and once every peer's is in, takes what it needs from all of
  * them at once.
  *
- *   allreduce             up to RINGX_POSTED_WHOLE_BYTES every rank
+ *   allreduce             up to RINGX_WHOLE_BYTES every rank
  *                         reduces every input, in rank order (the same
  *                         bits on every rank); above, each rank reduces
  *                         its share, publishes it in its outbox, and
@@ -66,20 +66,12 @@ int ringx_osched_start(ringx_osched_t *s)
     return OMPI_SUCCESS;
 }
 
-/* The largest allreduce that every rank reduces whole from the posted
- * outboxes (one synchronisation) rather than a share each (two; above).
- * ringx_bench -f nonblocking (2 cores, 2026-12-05, ratios to libnbc):
- * shares from 4 KiB at np 4 went 1.7-2.3x where whole reductions went
- * 1.3-2.0x, at np 8 1.9-2.2x against 1.2-1.35x (8 KiB); at np 2, 2 KiB
- * whole 1.97x against 1.8x. */
-#define RINGX_POSTED_WHOLE_BYTES 2048
-
 /* Allreduce by shares: each rank reduces its block (ringx_block_offset)
  * of every input and publishes it in its own outbox, where that block of
  * its input was, which only it reads; then copies every peer's share. */
 static int by_shares(const ringx_osched_t *s)
 {
-    return s->call->coll == RINGX_COLL_ALLREDUCE && s->bytes > RINGX_POSTED_WHOLE_BYTES;
+    return s->call->coll == RINGX_COLL_ALLREDUCE && s->bytes > RINGX_WHOLE_BYTES;
 }
 
 /* Elements and byte offset of rank's share of an allreduce by shares. */
