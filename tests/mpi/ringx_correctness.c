@@ -16,6 +16,8 @@
  *
  * Options:
  *   --quick                        small counts only (valgrind runs)
+ *   --medium                       with --quick: the medium counts too
+ *                                  (about 20 KB and 98 KB in all)
  *   --expect-fallback COLL:REASON  every call of COLL must be handed to the
  *                                  stock component with that reason (run
  *                                  with --mca coll_ringx_COLL_enable 0);
@@ -1143,6 +1145,7 @@ enum { FALLBACK_ALL = -2 };
 
 typedef struct options {
     bool quick;
+    bool medium;                /* with quick: the medium counts too */
     bool results_only;
     int fallback_coll;          /* -1: none, FALLBACK_ALL: every collective */
     const char *fallback_reason;
@@ -1908,9 +1911,11 @@ static void run_all(void)
             run_fallback_cases(&tcs[i]);
         }
     }
-    if (!opts.quick) {
+    if (!opts.quick || opts.medium) {
         run_sized_counts(&tcs[TC_WORLD], 0, medium_count);
         run_sized_counts(&tcs[TC_REVERSED], 1, medium_count);
+    }
+    if (!opts.quick) {
         run_sized_counts(&tcs[TC_WORLD], 0, large_count);
         run_sized_counts(&tcs[TC_REVERSED], 1, large_count);
     }
@@ -2032,6 +2037,8 @@ static bool parse_options(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (0 == strcmp(argv[i], "--quick")) {
             opts.quick = true;
+        } else if (0 == strcmp(argv[i], "--medium")) {
+            opts.medium = true;
         } else if (0 == strcmp(argv[i], "--results-only")) {
             opts.results_only = true;
         } else if (0 == strcmp(argv[i], "--expect-served-some")) {
@@ -2102,7 +2109,7 @@ static bool device_available(void)
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: " PROGRAM_NAME " [--quick] [--results-only] "
+            "usage: " PROGRAM_NAME " [--quick [--medium]] [--results-only] "
             "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged] [--nonblocking] [--persistent]\n"
             "       [--expect-mailbox BYTES] [--expect-buffers-from [COLL:]BYTES] [--expect-multi-node]\n"
             "       [--nested-fallback] [--expect-handed-back] [--expect-served-some]\n"
