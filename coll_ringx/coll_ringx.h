@@ -155,6 +155,7 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
  * each process's shared window (RINGX_MAILBOX_COMMS regions), touched only
  * where used. */
 #define RINGX_POSTED_SLOTS 4
+#define RINGX_POSTED_BYTES 65536
 /* The largest allreduce that every rank reduces whole out of the
  * outboxes, blocking or posted (one synchronisation), rather than a share
  * each (two).  ringx_bench, 2 cores, 2026-12-05, ratios to the stock
@@ -164,7 +165,6 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
  * 1.7-2.2x; nonblocking against libnbc, np 8 8 KiB 1.9-2.2x against
  * 1.2-1.35x (np 2, 2 KiB: 1.8x against 1.97x whole). */
 #define RINGX_WHOLE_BYTES 1024
-#define RINGX_POSTED_BYTES 65536
 
 typedef struct ringx_mailbox {
     char *local;                /* this rank's region; NULL: none (no mailboxes, no direct reads) */

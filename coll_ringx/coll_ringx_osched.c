@@ -101,11 +101,12 @@ static int peers_in(ringx_osched_t *s, ringx_outbox_part_t part)
     mca_coll_ringx_module_t *m = s->call->m;
     int in;
 
-    while (s->arrived < m->size - 1 &&
-           (in = ringx_posted_arrived(m, (m->rank + 1 + s->arrived) % m->size, s->n, part)) != 0) {
+    for (int peer = (m->rank + 1 + s->arrived) % m->size;
+         s->arrived < m->size - 1 && (in = ringx_posted_arrived(m, peer, s->n, part)) != 0;
+         peer = (peer + 1) % m->size) {
         s->rc = s->rc == OMPI_SUCCESS && in < 0 ? in : s->rc;
-        if (in > 0 && part == RINGX_OUTBOX_RESULT && s->rc == OMPI_SUCCESS) {
-            s->rc = copy_share(s, (m->rank + 1 + s->arrived) % m->size);
+        if (part == RINGX_OUTBOX_RESULT && s->rc == OMPI_SUCCESS) {
+            s->rc = copy_share(s, peer);
         }
         s->arrived++;
     }
