@@ -809,8 +809,12 @@ static inline int ringx_direct_from_buffers(const mca_coll_ringx_module_t *m, ri
  *   records_in   1 once every peer's record of the call is there
  *   open         learns the peers' buffers: OMPI_SUCCESS, or
  *                RINGX_DIRECT_DECLINED when some rank could not expose
- *                (the same answer on every rank; the call is then over),
- *                or an error (finish_reads and end still due)
+ *                (the same answer on every rank), or an error; in every
+ *                case finish_reads, drained and end are still due: a
+ *                declined call reads nothing, but a rank that ended it at
+ *                once could rewrite its record for its next direct call
+ *                before a peer had seen this one's (many nonblocking calls
+ *                outstanding), and that peer would wait for ever
  *   read         a read of len bytes at offset in rank's (first or
  *                second) buffer into dst; wait for it (single copies are
  *                done at once)

@@ -142,6 +142,7 @@ int ringx_call_serve(ringx_call_t *c)
     int rc = ringx_mem_start(&c->mem, c->m, c->coll);
 
     if (rc == OMPI_SUCCESS) {
+        ringx_mem_count(&c->mem, c->coll);
         rc = choose_and_run(c);
     }
     ringx_mailbox_calls_over(c->m);

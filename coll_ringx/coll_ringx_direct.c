@@ -233,7 +233,6 @@ int ringx_direct_records_in(const ringx_direct_t *d)
 int ringx_direct_open(ringx_direct_t *d)
 {
     if (!every_rank_readable(d)) {
-        ringx_direct_end(d);
         return RINGX_DIRECT_DECLINED;
     }
     d->open = 1;

@@ -95,6 +95,7 @@ int ringx_dsched_start(ringx_dsched_t *s)
 {
     s->phase = P_TURN;
     s->rc = OMPI_SUCCESS;
+    s->declined = 0;
     s->gathered = 0;
     if (!s->persistent) {
         ringx_direct_prepare(&s->d, s->module, s->mem, 0);
@@ -204,7 +205,8 @@ static void open_and_read(ringx_dsched_t *s)
     int opened = ringx_direct_open(&s->d);
 
     if (opened == RINGX_DIRECT_DECLINED) {
-        s->phase = P_DONE;
+        s->declined = 1;            /* over once the peers have seen the records */
+        finish_reads(s);
         return;
     }
     s->rc = s->rc == OMPI_SUCCESS ? opened : s->rc;
@@ -231,7 +233,8 @@ static int copy_own_block(ringx_dsched_t *s)
                : ringx_mem_copy(s->mem, own, s->input, block);
 }
 
-/* The end, once every peer has read this rank's buffers. */
+/* The end, once every peer has read this rank's buffers (or, declined,
+ * seen its record). */
 static int end(ringx_dsched_t *s)
 {
     size_t block = s->count * s->elem_size;
@@ -239,6 +242,9 @@ static int end(ringx_dsched_t *s)
 
     ringx_direct_end(&s->d);
     s->phase = P_DONE;
+    if (s->declined) {
+        return RINGX_DIRECT_DECLINED;
+    }
     if (rc == OMPI_SUCCESS && s->coll == RINGX_COLL_REDUCE_SCATTER_BLOCK && s->in_place) {
         rc = ringx_mem_copy(s->mem, s->result, s->acc, block);
     }
@@ -263,9 +269,6 @@ int ringx_dsched_progress(ringx_dsched_t *s)
             return RINGX_PENDING;
         }
         open_and_read(s);
-        if (s->phase == P_DONE) {
-            return RINGX_DIRECT_DECLINED;
-        }
     }
     if (s->phase == P_SHARES) {
         if (!allreduce_gather(s)) {

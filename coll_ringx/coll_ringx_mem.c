@@ -148,12 +148,10 @@ int ringx_mem_start(ringx_mem_t *mem, mca_coll_ringx_module_t *m, int coll)
     mem->stage = NULL;
     if (ringx_memtype_on_device(mem->type)) {
         rc = start_device(mem, m);
-        ringx_count(&mca_coll_ringx_counters.on_device[coll], 1);
     }
     if (rc == OMPI_SUCCESS && mem->staged) {
         mem->stage = ringx_stage_create(mem, c->gpu_bounce_buffers, c->pipeline_depth);
         rc = mem->stage != NULL ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
-        ringx_count(&mca_coll_ringx_counters.staged[coll], 1);
     }
     if (mem->ops != &host_ops || mem->staged) {
         RINGX_LOG(2, "%s: %s memory (device %d), transfers %s", ringx_coll_name((ringx_coll_t)coll),
@@ -161,6 +159,16 @@ int ringx_mem_start(ringx_mem_t *mem, mca_coll_ringx_module_t *m, int coll)
                   mem->staged ? "staged through host bounce buffers" : "straight to UCX");
     }
     return rc;
+}
+
+void ringx_mem_count(const ringx_mem_t *mem, int coll)
+{
+    if (ringx_memtype_on_device(mem->type)) {
+        ringx_count(&mca_coll_ringx_counters.on_device[coll], 1);
+    }
+    if (mem->stage != NULL) {
+        ringx_count(&mca_coll_ringx_counters.staged[coll], 1);
+    }
 }
 
 int ringx_mem_finish(ringx_mem_t *mem, int rc)

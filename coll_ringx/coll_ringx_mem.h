@@ -80,8 +80,12 @@ typedef struct ringx_xfer {
 int ringx_mem_classify(ringx_mem_t *mem, const void *a, const void *b, size_t align);
 
 /* Makes mem ready to serve a call of module m: picks the backend and sets
- * up its resources.  coll is counted in the device/staged pvars. */
+ * up its resources (a persistent call's: once, at its init). */
 int ringx_mem_start(ringx_mem_t *mem, struct mca_coll_ringx_module_t *m, int coll);
+
+/* Counts a served call (a persistent call: each start) of coll in the
+ * device and staged pvars, as mem_start set it up. */
+void ringx_mem_count(const ringx_mem_t *mem, int coll);
 
 /* Ends the call: waits for the copies and kernels still queued and frees
  * the call's staging state.  Returns rc, or the first error it meets when

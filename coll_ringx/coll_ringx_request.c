@@ -138,13 +138,10 @@ static int admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
 {
     int reason;
 
-    if (buffers == RINGX_SERVE && req != NULL &&
-        (ringx_memtype_on_device(req->call.mem.type) ||
-         (persistent && mca_coll_ringx_component.stage_host_buffers))) {
-        RINGX_LOG(1, "%s%s on %s: %s memory%s in a %s call is not served yet",
+    if (buffers == RINGX_SERVE && req != NULL && ringx_memtype_on_device(req->call.mem.type)) {
+        RINGX_LOG(1, "%s%s on %s: %s memory in a %s call is not served yet",
                   persistent ? "" : "i", ringx_coll_name(coll), comm->c_name,
                   ringx_memtype_name(req->call.mem.type),
-                  ringx_memtype_on_device(req->call.mem.type) ? "" : ", staged",
                   persistent ? "persistent" : "nonblocking");
         buffers = RINGX_FALLBACK_MEMORY;
     }
@@ -275,6 +272,7 @@ static void begin(ringx_request_t *req)
         rc = ringx_mem_start(&c->mem, m, c->coll);
         rc = rc == OMPI_SUCCESS ? ringx_call_build(c) : rc;
         if (rc == OMPI_SUCCESS) {
+            ringx_mem_count(&c->mem, c->coll);
             count_at_start(c);
             rc = ringx_sched_start(&c->sched);
         }
@@ -518,6 +516,7 @@ static int request_start(size_t count, ompi_request_t **requests)
         req->super.super.req_complete = REQUEST_PENDING;
         req->super.super.req_status.MPI_ERROR = MPI_SUCCESS;
         req->mpi_error = MPI_SUCCESS;
+        ringx_mem_count(&c->mem, c->coll);
         count_at_start(c);
         ringx_count(&mca_coll_ringx_counters.persistent[c->coll], 1);
         rc = ringx_sched_start(&c->sched);

@@ -283,6 +283,7 @@ typedef struct ringx_dsched {
     size_t elem_size;
     int phase;
     int rc;                     /* the first error; the call still ends with its peers */
+    int declined;               /* some rank could not expose: no reads, then chosen again */
     int gathered;               /* allreduce: peers' shares read so far */
     char *acc;                  /* reduce_scatter_block in place: the result, copied last */
     char *segment;

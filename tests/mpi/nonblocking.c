@@ -26,6 +26,10 @@
  *                 of all three collectives and many sizes, several
  *                 outstanding, completed in a different order on each rank.
  *
+ * With --expect-staged (run with coll_ringx_stage_host_buffers 1), every
+ * served call, each persistent start too, must also be counted by
+ * coll_ringx_<coll>_staged.
+ *
  * Every result is checked against a reference computed locally (integers:
  * exact), and the pvars must show that ringx served every call as a
  * nonblocking one (coll_ringx_<coll>_nonblocking), every start as a
@@ -145,17 +149,21 @@ static void nb_check(nbcall_t *c, const char *how)
     free(c->out);
 }
 
-enum { AS_NONBLOCKING, AS_PERSISTENT, AS_ANY };
+enum { AS_NONBLOCKING, AS_PERSISTENT, AS_ANY, AS_STAGED };
 
 /* Calls of all three collectives that ringx served: as nonblocking ones,
- * as starts of persistent ones, or in any form. */
+ * as starts of persistent ones, in any form, or through the staging
+ * pipeline (any form). */
 static unsigned long long served_as(int how)
 {
     unsigned long long n = 0;
     for (int i = 0; i < NCOLL; i++) {
         rx_counters_t k;
         rx_counters_read(colls[i], NULL, &k);
-        n += how == AS_PERSISTENT ? k.persistent : how == AS_NONBLOCKING ? k.nonblocking : k.served;
+        n += how == AS_PERSISTENT    ? k.persistent
+             : how == AS_NONBLOCKING ? k.nonblocking
+             : how == AS_STAGED      ? k.staged
+                                     : k.served;
     }
     return n;
 }
@@ -638,7 +646,11 @@ int main(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     MPI_Comm_dup(MPI_COMM_WORLD, &d);
 
+    /* --expect-staged: every call served through the staging pipeline
+     * (run with coll_ringx_stage_host_buffers 1), persistent starts each */
+    int expect_staged = argc > 1 && strcmp(argv[1], "--expect-staged") == 0;
     int node = one_node(a);         /* before the counts: it runs collectives */
+    unsigned long long any_before = served_as(AS_ANY), staged_before = served_as(AS_STAGED);
     unsigned long long persistent_before = served_as(AS_PERSISTENT), persistent_starts;
     before = served_as(AS_NONBLOCKING);
     out_of_order(a, b);
@@ -663,6 +675,10 @@ int main(int argc, char **argv)
     rx_check(NULL, size < 2 || got == persistent_starts,
              "ringx served %llu starts of persistent calls; expected %llu", got, persistent_starts);
     soak_checked(b);    /* counts its own calls */
+    got = served_as(AS_STAGED) - staged_before;
+    rx_check(NULL, !expect_staged || got == served_as(AS_ANY) - any_before,
+             "%llu calls served through the staging pipeline; expected all %llu", got,
+             served_as(AS_ANY) - any_before);
 
     MPI_Comm_free(&a);
     MPI_Comm_free(&b);
