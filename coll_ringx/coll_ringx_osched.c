@@ -145,18 +145,32 @@ static void gather(ringx_osched_t *s)
     }
 }
 
+/* Reduces each rank's input at offset, count elements, into dst, two
+ * operands at a time in rank order, as the blocking calls' outboxes reduce
+ * a block that one rank reduces for all (reduce_all's exact float sums,
+ * which keep the ranks' whole reductions alike, cost more). */
+static void reduce_pairwise(ringx_osched_t *s, char *dst, size_t offset, size_t count)
+{
+    const ringx_call_t *c = s->call;
+    mca_coll_ringx_module_t *m = c->m;
+
+    for (int r = 1; r < m->size; r++) {
+        ringx_host_reduce(dst, r == 1 ? ringx_posted_data(m, 0, s->n) + offset : dst,
+                          ringx_posted_data(m, r, s->n) + offset, count, c->red.type, c->red.op);
+    }
+}
+
 /* This rank's share of an allreduce by shares, reduced into its result and
  * put where its outbox held that block of its input. */
 static void reduce_share(ringx_osched_t *s)
 {
     const ringx_call_t *c = s->call;
-    size_t off = share_offset(c, c->m->rank), bytes = share_count(c, c->m->rank) * c->elem_size;
+    mca_coll_ringx_module_t *m = c->m;
+    size_t off = share_offset(c, m->rank), count = share_count(c, m->rank);
 
-    reduce_all(s, c->result + off, off, share_count(c, c->m->rank));
-    if (s->rc == OMPI_SUCCESS) {
-        s->rc = ringx_mem_copy(&s->call->mem, ringx_posted_data(c->m, c->m->rank, s->n) + off,
-                               c->result + off, bytes);
-    }
+    reduce_pairwise(s, c->result + off, off, count);
+    s->rc = ringx_mem_copy(&s->call->mem, ringx_posted_data(m, m->rank, s->n) + off,
+                           c->result + off, count * c->elem_size);
 }
 
 /* With every input in (s->rc: all went in): what this rank makes of them. */
@@ -173,7 +187,7 @@ static void take(ringx_osched_t *s)
     } else if (c->coll == RINGX_COLL_ALLREDUCE) {
         reduce_all(s, c->result, 0, c->count);
     } else {
-        reduce_all(s, c->result, (size_t)c->m->rank * c->count * c->elem_size, c->count);
+        reduce_pairwise(s, c->result, (size_t)c->m->rank * c->count * c->elem_size, c->count);
     }
 }
 
