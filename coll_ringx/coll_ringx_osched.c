@@ -90,8 +90,8 @@ static int copy_share(ringx_osched_t *s, int rank)
     const ringx_call_t *c = s->call;
     size_t off = share_offset(c, rank);
 
-    return ringx_mem_copy(&s->call->mem, c->result + off, ringx_posted_data(c->m, rank, s->n) + off,
-                          share_count(c, rank) * c->elem_size);
+    return ringx_mem_copy(&s->call->mem, c->result + off,
+                          ringx_posted_data(c->m, rank, s->n) + off, share_count(c, rank) * c->elem_size);
 }
 
 /* Every peer's part of the call in, from the next rank on: s->arrived
@@ -113,11 +113,13 @@ static int peers_in(ringx_osched_t *s, ringx_outbox_part_t part)
     return s->arrived == m->size - 1;
 }
 
-/* Reduces each rank's input at offset, count elements, into dst. */
-static void reduce_all(ringx_osched_t *s, char *dst, size_t offset, size_t count)
+/* A whole allreduce: every rank's input reduced into the result, in rank
+ * order, float sums exact (the same bits on every rank). */
+static void reduce_whole(ringx_osched_t *s)
 {
     enum { ON_STACK = 64 };
-    mca_coll_ringx_module_t *m = s->call->m;
+    const ringx_call_t *c = s->call;
+    mca_coll_ringx_module_t *m = c->m;
     const void *stack[ON_STACK];
     const void **in = m->size <= ON_STACK
                           ? stack
@@ -125,10 +127,10 @@ static void reduce_all(ringx_osched_t *s, char *dst, size_t offset, size_t count
                                               sizeof(*in) * (size_t)m->size);
 
     for (int r = 0; in != NULL && r < m->size; r++) {
-        in[r] = ringx_posted_data(m, r, s->n) + offset;
+        in[r] = ringx_posted_data(m, r, s->n);
     }
     if (in != NULL) {
-        ringx_host_reduce_all(dst, in, m->size, count, s->call->red.type, s->call->red.op);
+        ringx_host_reduce_all(c->result, in, m->size, c->count, c->red.type, c->red.op);
     }
     s->rc = in != NULL ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
 }
@@ -147,7 +149,7 @@ static void gather(ringx_osched_t *s)
 
 /* Reduces each rank's input at offset, count elements, into dst, two
  * operands at a time in rank order, as the blocking calls' outboxes reduce
- * a block that one rank reduces for all (reduce_all's exact float sums,
+ * a block that one rank reduces for all (reduce_whole's exact float sums,
  * which keep the ranks' whole reductions alike, cost more). */
 static void reduce_pairwise(ringx_osched_t *s, char *dst, size_t offset, size_t count)
 {
@@ -185,7 +187,7 @@ static void take(ringx_osched_t *s)
     } else if (by_shares(s)) {
         reduce_share(s);
     } else if (c->coll == RINGX_COLL_ALLREDUCE) {
-        reduce_all(s, c->result, 0, c->count);
+        reduce_whole(s);
     } else {
         reduce_pairwise(s, c->result, (size_t)c->m->rank * c->count * c->elem_size, c->count);
     }
