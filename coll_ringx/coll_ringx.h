@@ -244,7 +244,6 @@ typedef struct mca_coll_ringx_module_t {
 
     ringx_scratch_set_t scratch;          /* of the blocking calls */
     ringx_scratch_t inputs;               /* pointers to every rank's input (outboxes) */
-    void *gpu;                            /* the CUDA backend's state (coll_ringx_cuda.c) */
 } mca_coll_ringx_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ringx_module_t);
@@ -759,11 +758,14 @@ char *ringx_posted_data(const mca_coll_ringx_module_t *m, int rank, uint64_t n);
 /* Whether every peer is done with the earlier call of call n's slot. */
 int ringx_posted_free(mca_coll_ringx_module_t *m, uint64_t n);
 /* Publishes a part of this rank's outbox for call n (its input, or its
- * share of allreduce's result); rc: whether it went in (else the peers
- * fail the call). */
-void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, ringx_outbox_part_t part, int rc);
-/* Whether that part of rank's outbox for call n is in: 1, 0 not yet, or
- * OMPI_ERROR where it could not be put there. */
+ * share of allreduce's result); status: OMPI_SUCCESS where it went in,
+ * RINGX_DIRECT_DECLINED where this rank's memory does not go through
+ * outboxes (ringx_outbox_holds), an error where it failed. */
+void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, ringx_outbox_part_t part,
+                          int status);
+/* Whether that part of rank's outbox for call n is in: RINGX_DONE,
+ * RINGX_PENDING (not yet), or what its owner published instead
+ * (RINGX_DIRECT_DECLINED, OMPI_ERROR). */
 int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n, ringx_outbox_part_t part);
 void ringx_posted_done(mca_coll_ringx_module_t *m, uint64_t n);
 

@@ -344,6 +344,9 @@ static int ringx_close(void)
     ringx_job_release();
     ringx_mailbox_close();
     ringx_ucx_stop();
+#if RINGX_HAVE_CUDA
+    ringx_cuda_close();        /* after UCX: it may have registered bounce buffers */
+#endif
     if (mca_coll_ringx_component.output >= 0) {
         opal_output_close(mca_coll_ringx_component.output);
         mca_coll_ringx_component.output = -1;

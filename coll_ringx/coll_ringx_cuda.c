@@ -1,8 +1,15 @@
 /*
  * coll_ringx_cuda.c - the CUDA backend of coll_ringx_mem.h: device
- * scratch, pinned bounce buffers, streams and events, per module.
+ * scratch, pinned bounce buffers, streams and events, per call under way.
  *
- * Two streams per module.  "in" carries everything that writes the
+ * A call on device memory takes a state from the process's pool (or a
+ * new one) and gives it back when it ends; a persistent call keeps its
+ * state from init to free.  So calls under way together, blocking,
+ * nonblocking and persistent, on one communicator or several, never share
+ * streams, scratch or bounce buffers, and a later call reuses what an
+ * earlier one allocated.
+ *
+ * Two streams per state.  "in" carries everything that writes the
  * buffers' memory in call order (host-to-device copies, kernels, local
  * copies), so those need no events among themselves.  "out" carries the
  * device-to-host copies of sends; each first waits for what "in" has
@@ -18,6 +25,7 @@
 
 #if RINGX_HAVE_CUDA
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <cuda_runtime_api.h>
@@ -35,7 +43,14 @@ typedef struct ringx_cuda {
     size_t scratch_size[RINGX_SCRATCH_KINDS];
     void *bounce;
     size_t bounce_size;
+    struct ringx_cuda *next_free;
 } ringx_cuda_t;
+
+/* The states no call holds, any device. */
+static struct {
+    pthread_mutex_t lock;
+    ringx_cuda_t *head;
+} pool = { PTHREAD_MUTEX_INITIALIZER, NULL };
 
 static int check(cudaError_t e, const char *what)
 {
@@ -209,13 +224,8 @@ const ringx_mem_ops_t ringx_cuda_ops = {
     .forget_bounce = cuda_forget_bounce,
 };
 
-void ringx_cuda_release(void *state)
+static void release(ringx_cuda_t *c)
 {
-    ringx_cuda_t *c = state;
-
-    if (c == NULL) {
-        return;
-    }
     if (cudaSetDevice(c->device) == cudaSuccess) {
         (void)sync_streams(c);
         for (int i = 0; i < c->nslot_events; i++) {
@@ -248,31 +258,72 @@ static ringx_cuda_t *create(int device)
         check_kernel(ringx_kernel_stream_create(&c->out), "stream create") != OMPI_SUCCESS ||
         check(cudaEventCreateWithFlags(&c->in_mark, cudaEventDisableTiming),
               "cudaEventCreate") != OMPI_SUCCESS) {
-        ringx_cuda_release(c);
+        release(c);
         return NULL;
     }
-    RINGX_LOG(2, "CUDA: device %d ready (two streams, bounce buffers on first staged call)",
-              device);
+    RINGX_LOG(2, "CUDA: device %d: a new state for calls (two streams, bounce buffers on "
+                 "first staged call)", device);
     return c;
 }
 
-void *ringx_cuda_context(void **state, int device, int direct)
+/* A free state of device's, out of the pool; NULL if none. */
+static ringx_cuda_t *pool_take(int device)
 {
-    ringx_cuda_t *c = *state;
+    ringx_cuda_t *c, **link = &pool.head;
 
-    if (c != NULL && c->device != device) {
-        ringx_cuda_release(c);
-        c = *state = NULL;
+    pthread_mutex_lock(&pool.lock);
+    while ((c = *link) != NULL && c->device != device) {
+        link = &c->next_free;
     }
+    if (c != NULL) {
+        *link = c->next_free;
+        c->next_free = NULL;
+    }
+    pthread_mutex_unlock(&pool.lock);
+    return c;
+}
+
+void *ringx_cuda_take(int device, int direct)
+{
+    ringx_cuda_t *c = pool_take(device);
+
     if (c == NULL) {
-        c = *state = create(device);
+        c = create(device);
     } else if (check(cudaSetDevice(device), "cudaSetDevice") != OMPI_SUCCESS) {
+        ringx_cuda_give(c);
         return NULL;
     }
     if (c != NULL) {
         c->direct = direct;
     }
     return c;
+}
+
+int ringx_cuda_resume(void *state)
+{
+    const ringx_cuda_t *c = state;
+    return check(cudaSetDevice(c->device), "cudaSetDevice");
+}
+
+void ringx_cuda_give(void *state)
+{
+    ringx_cuda_t *c = state;
+
+    pthread_mutex_lock(&pool.lock);
+    c->next_free = pool.head;
+    pool.head = c;
+    pthread_mutex_unlock(&pool.lock);
+}
+
+void ringx_cuda_close(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    while (pool.head != NULL) {
+        ringx_cuda_t *c = pool.head;
+        pool.head = c->next_free;
+        release(c);
+    }
+    pthread_mutex_unlock(&pool.lock);
 }
 
 #endif /* RINGX_HAVE_CUDA */

@@ -133,6 +133,20 @@ static uint64_t flag_of(uint32_t seq)
 #define FLAG_DECLINED (UINT64_C(1) << 62)
 #define FLAG_STATUS (FLAG_FAILED | FLAG_DECLINED)
 
+/* A call's outcome at the owner (OMPI_SUCCESS, RINGX_DIRECT_DECLINED or an
+ * error) as flag bits, and back. */
+static uint64_t status_bits(int status)
+{
+    return status == OMPI_SUCCESS           ? 0
+           : status == RINGX_DIRECT_DECLINED ? FLAG_DECLINED
+                                             : FLAG_FAILED;
+}
+
+static int status_of(uint64_t bits)
+{
+    return bits == 0 ? OMPI_SUCCESS : bits & FLAG_FAILED ? OMPI_ERROR : RINGX_DIRECT_DECLINED;
+}
+
 /* ------------------------------------------------------------ connect */
 
 /* Whether this rank can use mailboxes on m: a window, a region for the
@@ -558,10 +572,7 @@ void ringx_outbox_publish(mca_coll_ringx_module_t *m, uint32_t seq, ringx_outbox
                           int status)
 {
     uint64_t *flags = outbox_flags(&m->mailbox, m->mailbox.local, seq);
-    uint64_t bits = status == OMPI_SUCCESS           ? 0
-                    : status == RINGX_DIRECT_DECLINED ? FLAG_DECLINED
-                                                      : FLAG_FAILED;
-    __atomic_store_n(&flags[what], flag_of(seq) | bits, __ATOMIC_RELEASE);
+    __atomic_store_n(&flags[what], flag_of(seq) | status_bits(status), __ATOMIC_RELEASE);
 }
 
 int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
@@ -591,7 +602,7 @@ int ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank, ui
     bits = wait_flag((const char *)&flags[what], seq, mem, idle);
 
     *data = (const char *)flags + CACHE_LINE;
-    return bits == 0 ? OMPI_SUCCESS : bits & FLAG_FAILED ? OMPI_ERROR : RINGX_DIRECT_DECLINED;
+    return status_of(bits);
 }
 
 int ringx_outbox_wait_all(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
@@ -666,10 +677,11 @@ int ringx_posted_free(mca_coll_ringx_module_t *m, uint64_t n)
     return 1;
 }
 
-void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, ringx_outbox_part_t part, int rc)
+void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, ringx_outbox_part_t part,
+                          int status)
 {
     __atomic_store_n(&posted_slot(m->mailbox.bytes, m->mailbox.local, n)[part],
-                     (n + 1) | (rc == OMPI_SUCCESS ? 0 : FLAG_FAILED), __ATOMIC_RELEASE);
+                     (n + 1) | status_bits(status), __ATOMIC_RELEASE);
 }
 
 int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n, ringx_outbox_part_t part)
@@ -679,7 +691,11 @@ int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n, ringx
                                                        n)[part],
                                           __ATOMIC_ACQUIRE)
                         : 0;
-    return (flag & ~FLAG_FAILED) != n + 1 ? 0 : flag & FLAG_FAILED ? OMPI_ERROR : 1;
+    int status = status_of(flag & FLAG_STATUS);
+
+    return (flag & ~FLAG_STATUS) != n + 1 ? RINGX_PENDING
+           : status == OMPI_SUCCESS       ? RINGX_DONE
+                                          : status;
 }
 
 void ringx_posted_done(mca_coll_ringx_module_t *m, uint64_t n)

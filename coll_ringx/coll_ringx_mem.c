@@ -122,17 +122,21 @@ int ringx_mem_classify(ringx_mem_t *mem, const void *a, const void *b, size_t al
 
 /* ------------------------------------------------------------- a call */
 
-static int start_device(ringx_mem_t *mem, mca_coll_ringx_module_t *m)
+static int start_device(ringx_mem_t *mem)
 {
 #if RINGX_HAVE_CUDA
     int direct = !mca_coll_ringx_component.gpu_force_staging && ringx_ucx_cuda_memory();
-    mem->ctx = ringx_cuda_context(&m->gpu, mem->device, direct);
+    void *ctx = ringx_cuda_take(mem->device, direct);
+
+    if (ctx == NULL) {
+        return OMPI_ERR_NOT_AVAILABLE;
+    }
+    mem->ctx = ctx;
     mem->ops = &ringx_cuda_ops;
     mem->staged = !direct;
-    return mem->ctx != NULL ? OMPI_SUCCESS : OMPI_ERR_NOT_AVAILABLE;
+    return OMPI_SUCCESS;
 #else
     (void)mem;
-    (void)m;
     return OMPI_ERR_NOT_SUPPORTED;     /* classification keeps device memory away */
 #endif
 }
@@ -147,7 +151,7 @@ int ringx_mem_start(ringx_mem_t *mem, mca_coll_ringx_module_t *m, int coll)
     mem->staged = c->stage_host_buffers;
     mem->stage = NULL;
     if (ringx_memtype_on_device(mem->type)) {
-        rc = start_device(mem, m);
+        rc = start_device(mem);
     }
     if (rc == OMPI_SUCCESS && mem->staged) {
         mem->stage = ringx_stage_create(mem, c->gpu_bounce_buffers, c->pipeline_depth);
@@ -180,7 +184,25 @@ int ringx_mem_finish(ringx_mem_t *mem, int rc)
         int synced = mem->ops->sync(mem->ctx);
         rc = rc == OMPI_SUCCESS ? synced : rc;
     }
+#if RINGX_HAVE_CUDA
+    if (mem->ops == &ringx_cuda_ops) {
+        ringx_cuda_give(mem->ctx);
+        mem->ops = NULL;
+        mem->ctx = NULL;
+    }
+#endif
     return rc;
+}
+
+int ringx_mem_resume(ringx_mem_t *mem)
+{
+#if RINGX_HAVE_CUDA
+    if (mem->ops == &ringx_cuda_ops) {
+        return ringx_cuda_resume(mem->ctx);
+    }
+#endif
+    (void)mem;
+    return OMPI_SUCCESS;
 }
 
 void ringx_scratch_set_free(ringx_scratch_set_t *s)

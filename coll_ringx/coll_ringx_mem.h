@@ -92,6 +92,10 @@ void ringx_mem_count(const ringx_mem_t *mem, int coll);
  * rc is OMPI_SUCCESS. */
 int ringx_mem_finish(ringx_mem_t *mem, int rc);
 
+/* Before a call started earlier advances again (a nonblocking call, in
+ * whatever thread drives progress): its device current. */
+int ringx_mem_resume(ringx_mem_t *mem);
+
 /* dst = a op b, n elements; dst may be a or b. */
 int ringx_mem_reduce(ringx_mem_t *mem, void *dst, const void *a, const void *b, size_t n,
                      ringx_type_t type, ringx_op_t op);
@@ -179,12 +183,17 @@ static inline void ringx_mem_progress(ringx_mem_t *mem, unsigned *idle)
 
 /* ------------------------------------------------ CUDA (coll_ringx_cuda.c) */
 
-/* The CUDA backend's per-module state, for the device of dev; NULL (with
- * a verbose message) if the device cannot be used.  direct: UCX moves
- * device memory itself, so every copy and kernel finishes before its call
- * returns to the algorithm. */
-void *ringx_cuda_context(void **state, int device, int direct);
-void ringx_cuda_release(void *state);
+/* A state of the CUDA backend for one call on device's memory, the
+ * device made current; NULL (with a verbose message) if the device cannot
+ * be used.  direct: UCX moves device memory itself, so every copy and
+ * kernel finishes before its call returns to the algorithm.  The call
+ * gives it back when it ends (ringx_cuda_give); ringx_cuda_resume makes
+ * its device current again, in whatever thread advances the call next;
+ * ringx_cuda_close frees every state given back (component close). */
+void *ringx_cuda_take(int device, int direct);
+int ringx_cuda_resume(void *state);
+void ringx_cuda_give(void *state);
+void ringx_cuda_close(void);
 extern const ringx_mem_ops_t ringx_cuda_ops;
 
 #endif /* COLL_RINGX_MEM_H */

@@ -59,7 +59,6 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->deferred_head = m->deferred_tail = NULL;
     memset(&m->scratch, 0, sizeof(m->scratch));
     memset(&m->inputs, 0, sizeof(m->inputs));
-    m->gpu = NULL;
 }
 
 #define RELEASE_PREV(m, coll)                              \
@@ -92,10 +91,6 @@ static void release_state(mca_coll_ringx_module_t *m)
     ringx_scratch_set_free(&m->scratch);
     free(m->inputs.ptr);
     memset(&m->inputs, 0, sizeof(m->inputs));
-#if RINGX_HAVE_CUDA
-    ringx_cuda_release(m->gpu);
-#endif
-    m->gpu = NULL;
     m->state = RINGX_COMM_UNCONNECTED;
 }
 

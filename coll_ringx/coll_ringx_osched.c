@@ -39,14 +39,15 @@ static size_t input_bytes(const ringx_call_t *c)
     return c->coll == RINGX_COLL_REDUCE_SCATTER_BLOCK ? bytes * (size_t)c->m->size : bytes;
 }
 
-/* Only what every rank knows alike decides: a rank whose host buffers are
- * staged (coll_ringx_stage_host_buffers, for tests) goes this way as well,
- * copying with its backend; device memory never reaches a nonblocking or
- * persistent call (ringx hands it on). */
+/* Only what every rank knows alike decides, not where its buffers are: a
+ * rank whose data the outboxes do not hold (device memory, or staged host
+ * buffers, which travel as device buffers do) declines the call in its
+ * input's flag, and then every rank takes the choice without direct reads
+ * (as the blocking calls' outboxes do). */
 int ringx_osched_fits(const ringx_call_t *c)
 {
-    return !c->blocking && c->count > 0 && !ringx_memtype_on_device(c->mem.type) &&
-           ringx_direct_possible(c->m) && input_bytes(c) <= ringx_posted_bytes(c->m);
+    return !c->blocking && c->count > 0 && ringx_direct_possible(c->m) &&
+           input_bytes(c) <= ringx_posted_bytes(c->m);
 }
 
 int ringx_osched_build(ringx_call_t *c)
@@ -94,6 +95,14 @@ static int copy_share(ringx_osched_t *s, int rank)
                           ringx_posted_data(c->m, rank, s->n) + off, share_count(c, rank) * c->elem_size);
 }
 
+/* The call's outcome so far with a peer's status added: a failure over a
+ * decline over success, so that every rank ends alike whatever order it
+ * saw the flags in. */
+static int outcome(int rc, int status)
+{
+    return rc < 0 || status == OMPI_SUCCESS ? rc : status < 0 ? status : RINGX_DIRECT_DECLINED;
+}
+
 /* Every peer's part of the call in, from the next rank on: s->arrived
  * counts them. */
 static int peers_in(ringx_osched_t *s, ringx_outbox_part_t part)
@@ -102,9 +111,10 @@ static int peers_in(ringx_osched_t *s, ringx_outbox_part_t part)
     int in;
 
     for (int peer = (m->rank + 1 + s->arrived) % m->size;
-         s->arrived < m->size - 1 && (in = ringx_posted_arrived(m, peer, s->n, part)) != 0;
+         s->arrived < m->size - 1 &&
+         (in = ringx_posted_arrived(m, peer, s->n, part)) != RINGX_PENDING;
          peer = (peer + 1) % m->size) {
-        s->rc = s->rc == OMPI_SUCCESS && in < 0 ? in : s->rc;
+        s->rc = outcome(s->rc, in == RINGX_DONE ? OMPI_SUCCESS : in);
         if (part == RINGX_OUTBOX_RESULT && s->rc == OMPI_SUCCESS) {
             s->rc = copy_share(s, peer);
         }
@@ -222,8 +232,10 @@ int ringx_osched_progress(ringx_osched_t *s)
         if (!ringx_posted_free(m, s->n)) {
             return RINGX_PENDING;
         }
-        s->rc = ringx_mem_copy(&s->call->mem, ringx_posted_data(m, m->rank, s->n), s->call->input,
-                               s->bytes);
+        s->rc = ringx_outbox_holds(&s->call->mem)
+                    ? ringx_mem_copy(&s->call->mem, ringx_posted_data(m, m->rank, s->n),
+                                     s->call->input, s->bytes)
+                    : RINGX_DIRECT_DECLINED;
         /* published in any case: the peers must not wait for ever */
         ringx_posted_publish(m, s->n, RINGX_OUTBOX_INPUT, s->rc);
         s->phase = P_INPUTS;

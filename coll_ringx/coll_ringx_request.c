@@ -18,10 +18,9 @@
  * order.  A blocking call, for comparison, waits for the connection.
  *
  * A request holds its communicator and module until it is freed, so that
- * neither goes away under a call still in flight.  Nonblocking calls on
- * device memory are not served yet (their scratch lives in the module's
- * CUDA state, which one call at a time owns): they go to the previous
- * component, counted as fallback "memory".
+ * neither goes away under a call still in flight.  A call on device
+ * memory holds a CUDA state of its own (coll_ringx_cuda.c) while under
+ * way, a persistent one from init to free.
  */
 #include "coll_ringx.h"
 
@@ -136,18 +135,10 @@ ringx_request_t *ringx_request_new(mca_coll_ringx_module_t *m, int persistent)
 static int admit(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
                  ringx_coll_t coll, int buffers, ringx_request_t *req, int persistent, int *rc)
 {
-    int reason;
-
-    if (buffers == RINGX_SERVE && req != NULL && ringx_memtype_on_device(req->call.mem.type)) {
-        RINGX_LOG(1, "%s%s on %s: %s memory in a %s call is not served yet",
-                  persistent ? "" : "i", ringx_coll_name(coll), comm->c_name,
-                  ringx_memtype_name(req->call.mem.type),
-                  persistent ? "persistent" : "nonblocking");
-        buffers = RINGX_FALLBACK_MEMORY;
-    }
     /* A persistent call's init waits for the connection, as a blocking call
      * does: its starts then allocate nothing and never wait for it. */
-    reason = ringx_admit(m, comm, coll, buffers, persistent, rc);
+    int reason = ringx_admit(m, comm, coll, buffers, persistent, rc);
+
     if (reason != RINGX_SERVE && req != NULL) {
         OMPI_REQUEST_FINI(&req->super.super);
         OBJ_RELEASE(req);
@@ -230,6 +221,11 @@ static int advance(ringx_request_t *req)
 
     if (req->prev != NULL) {
         return advance_handed_on(req);
+    }
+    rc = ringx_mem_resume(&req->call.mem);
+    if (rc != OMPI_SUCCESS) {
+        finish_call(req, rc);
+        return 1;
     }
     if (req->call.mem.stage != NULL) {
         ringx_stage_progress(&req->call.mem);

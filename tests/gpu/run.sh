@@ -59,7 +59,7 @@ if [ "$status" = 77 ]; then
 fi
 grep -E '^(throughput|memtype)' "$log" | sed 's/^/  /'
 
-for t in gpu-np2 gpu-np3 gpu-np4; do
+for t in gpu-np2 gpu-np3 gpu-np4 gpu-nonblocking-np3 gpu-persistent-np2; do
     step "$t" sh "$top/tests/mpi/mpi_test.sh" "$top/tests/mpi/$t.mpi"
 done
 
