@@ -117,6 +117,9 @@ typedef enum ringx_comm_state {
     RINGX_COMM_NO_COMMON_ID   /* no id common to the members for ringx's tags: the same */
 } ringx_comm_state_t;
 
+/* How this rank's messages reach a peer (coll_ringx_link.c). */
+typedef enum ringx_via { RINGX_VIA_UCX, RINGX_VIA_MAILBOX } ringx_via_t;
+
 /* Handshake receives a module may keep waiting for their message. */
 #define RINGX_MAX_PARKED 32
 
@@ -227,6 +230,7 @@ typedef struct mca_coll_ringx_module_t {
     uint32_t mailbox_seq;                 /* of them, calls numbered for the mailboxes */
     uint64_t posted_next;                 /* number of the next call through the posted outboxes */
     ringx_peer_t **peers;                 /* by rank; NULL for self */
+    unsigned char *via;                   /* by rank: ringx_via_t (coll_ringx_link.c) */
     ringx_mailbox_t mailbox;              /* small messages on this node */
     int node_ranks_min, node_ranks_max;   /* ranks per node over the communicator's nodes
                                            * (Open MPI's locality), agreed at connect */
@@ -634,6 +638,11 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
                           char *const *windows, const int global[RINGX_MAILBOX_AGREE_INTS]);
 void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m);
 
+/* The transport of the messages to each peer (m->via), chosen once the
+ * mailboxes are connected or not; released with the module's state. */
+int ringx_links_choose(mca_coll_ringx_module_t *m);
+void ringx_links_release(mca_coll_ringx_module_t *m);
+
 /*
  * A region is cleared by its owner when its communicator connects, and
  * then stamped (its last word) with a number that every member computes
@@ -661,14 +670,6 @@ int ringx_mailbox_stamped(mca_coll_ringx_module_t *m, int rank);
  * rank has finished, so that a peer freeing the communicator knows when
  * this rank no longer reads its region (ringx_mailbox_disconnect). */
 void ringx_mailbox_calls_over(mca_coll_ringx_module_t *m);
-
-/* Whether exchange step `step` of `bytes` goes through the mailboxes: the
- * same answer on the sending and the receiving rank. */
-static inline int ringx_mailbox_carries(const mca_coll_ringx_module_t *m, int step,
-                                        size_t bytes)
-{
-    return m->mailbox.local != NULL && bytes <= m->mailbox.bytes && step < RINGX_MAILBOX_STEPS;
-}
 
 /* Writes len bytes of buf into rank to's slot for (seq, step). */
 int ringx_mailbox_put(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int to, uint32_t seq,

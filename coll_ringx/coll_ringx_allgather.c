@@ -134,7 +134,7 @@ static int build_log(ringx_call_t *c, ringx_alg_t alg)
     }
     c->sched.engine = RINGX_ENGINE_EXCHANGE;
     ringx_xsched_init(s, m, &c->mem, RINGX_COLL_ALLGATHER, RINGX_NO_REDUCTION, c->elem_size, total);
-    s->mailboxes = c->blocking;
+    s->msgs.mailboxes = c->blocking;
     /* Step 0 sends from the send buffer and receives elsewhere, so the own
      * block is copied into place while step 0 travels. */
     if (alg == RINGX_ALG_BRUCK) {

@@ -181,7 +181,7 @@ static int build_log(ringx_call_t *c, ringx_alg_t alg)
     c->sched.engine = RINGX_ENGINE_EXCHANGE;
     ringx_xsched_init(s, c->m, &c->mem, RINGX_COLL_ALLREDUCE, c->red, c->elem_size,
                       c->count * c->elem_size);
-    s->mailboxes = c->blocking;
+    s->msgs.mailboxes = c->blocking;
     if (alg == RINGX_ALG_RECURSIVE_DOUBLING) {
         ringx_allreduce_doubling(s, &all, c->input, c->result, s->total_bytes);
     } else {

@@ -268,6 +268,9 @@ static void finish(mca_coll_ringx_module_t *m, ringx_connect_t *c, int layout_ag
     if (c->rc == OMPI_SUCCESS) {
         c->rc = ringx_mailbox_connect(m, c->comm, c->windows, c->mailbox_global);
     }
+    if (c->rc == OMPI_SUCCESS) {
+        c->rc = ringx_links_choose(m);
+    }
     if (c->rc != OMPI_SUCCESS) {
         m->state = RINGX_COMM_NO_TRANSPORT;
         RINGX_LOG(1, "%s: connecting failed (%d); the previous component serves this "
@@ -296,6 +299,7 @@ static void release(mca_coll_ringx_module_t *m)
     if (m->state != RINGX_COMM_READY) {
         free(m->peers);
         m->peers = NULL;
+        ringx_links_release(m);
         ringx_nodes_release(m);
     }
     free(c->mine);

@@ -46,6 +46,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->posted_next = 0;
     m->comm_id_common = false;
     m->peers = NULL;
+    m->via = NULL;
     memset(&m->mailbox, 0, sizeof(m->mailbox));
     m->node_ranks_min = m->node_ranks_max = 0;
     memset(&m->nodes, 0, sizeof(m->nodes));
@@ -86,6 +87,7 @@ static void release_state(mca_coll_ringx_module_t *m)
     RELEASE_PREV(m, reduce_scatter_block_init);
     free(m->peers);
     m->peers = NULL;
+    ringx_links_release(m);
     ringx_mailbox_disconnect(m);
     ringx_nodes_release(m);
     ringx_scratch_set_free(&m->scratch);

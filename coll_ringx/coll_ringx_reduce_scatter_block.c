@@ -136,7 +136,7 @@ static int build_halving(ringx_call_t *c, ringx_alg_t alg)
     c->sched.engine = RINGX_ENGINE_EXCHANGE;
     ringx_xsched_init(s, m, &c->mem, RINGX_COLL_REDUCE_SCATTER_BLOCK, c->red, c->elem_size,
                       block_bytes * (size_t)m->size);
-    s->mailboxes = c->blocking;
+    s->msgs.mailboxes = c->blocking;
     halving_steps(s, c->input, acc, c->result, block_bytes);
     /* Copied last: in place, the input blocks were being sent from rbuf. */
     if (ringx_fold_newrank(m->rank, m->size) >= 0) {

@@ -182,40 +182,80 @@ typedef struct ringx_pending_send {
     size_t len;
 } ringx_pending_send_t;
 
-/* The steps' running state (coll_ringx_exchange.c). */
-typedef struct ringx_exchange {
-    int phase;
-    int step;                   /* the step under way */
-    size_t posted, done;        /* its receive segments */
+/*
+ * A call's messages (coll_ringx_link.c): what an engine sends to a peer or
+ * receives from one at a numbered step, over the transport chosen for that
+ * peer when the communicator connected (mca_coll_ringx_module_t.via): the
+ * mailboxes, where the ranks share a node and the message fits a slot,
+ * else UCX tagged messages in segments, `depth` receives posted ahead and
+ * a received segment reduced while the next travels.  The engine above
+ * only orders its steps: before a receive writes a region, the sends still
+ * reading it finish first, here.  The call ends with the end-of-call
+ * handshake (ringx_msgs_finish).
+ */
+typedef struct ringx_msgs {
+    struct mca_coll_ringx_module_t *module;
+    ringx_mem_t *mem;
+    ringx_reduction_t red;
+    size_t elem_size;
+    int mailboxes;              /* the call may use the mailboxes (blocking calls) */
     size_t seg_bytes;
-    uint32_t seq;               /* message tags */
-    uint32_t mailbox_seq;       /* mailbox slots (mailboxes only) */
     int depth;
     char *slots;                /* [depth] scratch segments */
+    uint32_t seq;               /* message tags */
+    uint32_t mailbox_seq;       /* mailbox slots (mailboxes only) */
+    size_t posted, done;        /* the receive under way: its segments */
     ringx_xfer_t recv_req[RINGX_MAX_PIPELINE_DEPTH];
     ringx_pending_send_t *sends;      /* inline_sends until more are needed */
     size_t nsends, cap_sends;
     ringx_pending_send_t inline_sends[16];
+    ringx_pending_send_t *heap_sends;   /* kept from one start to the next */
+    size_t heap_sends_count;
     int mailbox_used;
+    size_t bytes_sent;
     ringx_handshake_t handshake;
+} ringx_msgs_t;
+
+void ringx_msgs_init(ringx_msgs_t *x, struct mca_coll_ringx_module_t *m, ringx_mem_t *mem,
+                     ringx_reduction_t red, size_t elem_size);
+/* Segment size, depth and, if some receive reduces, scratch; then how many
+ * segments a send of bytes takes, and room for sends pending at once. */
+int ringx_msgs_prepare(ringx_msgs_t *x, int reduces);
+size_t ringx_msgs_segments(const ringx_msgs_t *x, size_t bytes);
+int ringx_msgs_reserve(ringx_msgs_t *x, size_t sends);
+void ringx_msgs_start(ringx_msgs_t *x, uint32_t seq);
+/* Sends bytes of buf to rank `to` as step's message (to < 0: none). */
+int ringx_msgs_send(ringx_msgs_t *x, int step, int to, const char *buf, size_t bytes);
+/* Receives step's message from rank `from` into dst, or with local, as
+ * dst = local op received; RINGX_DONE once it is all there.
+ * ringx_msgs_next_recv starts the next receive. */
+int ringx_msgs_recv(ringx_msgs_t *x, int step, int from, char *dst, const char *local,
+                    size_t bytes);
+void ringx_msgs_next_recv(ringx_msgs_t *x);
+/* The end of the call: every send complete, after the handshake where a
+ * message of total_bytes (the call's whole buffer) could be left in UCX. */
+int ringx_msgs_finish(ringx_msgs_t *x, size_t total_bytes);
+void ringx_msgs_abandon(ringx_msgs_t *x);
+void ringx_msgs_release(ringx_msgs_t *x);
+
+/* The steps' running state (coll_ringx_exchange.c). */
+typedef struct ringx_exchange {
+    int phase;
+    int step;                   /* the step under way */
 } ringx_exchange_t;
 
 typedef struct ringx_xsched {
     struct mca_coll_ringx_module_t *module;
     ringx_mem_t *mem;
     ringx_coll_t coll;
-    ringx_reduction_t red;
     size_t elem_size;
     size_t total_bytes;        /* the call's whole buffer: same on every rank */
-    int mailboxes;             /* small steps may go through the mailboxes (blocking calls) */
     int nsteps;
     ringx_xstep_t steps[RINGX_XSCHED_MAX_STEPS];
-    size_t bytes_sent;
     char *copy_dst;            /* a local copy made once step 0 is under way */
     const char *copy_src;
     size_t copy_bytes;
-    ringx_pending_send_t *heap_sends;   /* kept from one start to the next */
-    size_t heap_sends_count;
+    ringx_msgs_t msgs;
     ringx_exchange_t x;
 } ringx_xsched_t;
 
