@@ -149,16 +149,24 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
 #define RINGX_MAILBOX_STEPS 16
 #define RINGX_MAILBOX_MAX_BYTES 65536
 /* Outboxes of nonblocking and persistent calls up to RINGX_POSTED_BYTES,
- * per rank and communicator, used in turn (coll_ringx_osched.c).  64 KiB:
- * against reading the peers' buffers, with ringx_bench -f nonblocking
- * (2 cores, 2026-12-05, ratios to libnbc), allreduce 64 KiB went 2.2x
- * instead of 1.6x at np 2, 1.5-1.6x instead of 1.2x at np 4, 2.0-2.1x
- * instead of 1.1-1.2x at np 8; allgather 64-128 KiB at np 8 2.7-3.3x
- * instead of 1.0-1.3x.  Each communicator's region holds four: 256 KiB of
- * each process's shared window (RINGX_MAILBOX_COMMS regions), touched only
- * where used. */
+ * per rank and communicator, used in turn (coll_ringx_osched.c).  256 KiB,
+ * up to where blocking calls read the peers' buffers: against reading
+ * them, with ringx_bench -f nonblocking (2 cores, 2026-12-05, ringx's time
+ * per call, two interleaved runs each), allreduce 96 KiB took 35-38 us
+ * instead of 48-63 at np 4, 26 instead of 36 at np 3, 65-98 instead of
+ * 171-255 at np 8, 13 instead of 18 at np 2; 192 KiB 48-54 us instead of
+ * 68-71 at np 4, 133-141 instead of 212-227 at np 8; reduce_scatter_block
+ * 96 KiB 17 us instead of 23-24 at np 4, 35-44 instead of 70-71 at np 8
+ * (192 KiB: within 10% either way).  At np 2, where a rank reads a single
+ * peer, the buffers stayed ahead from 192 KiB (allreduce 21 us instead of
+ * 27): the outboxes take half as much there (ringx_osched_fits).  (64
+ * KiB outboxes, the release before, against the buffers: allreduce 64 KiB
+ * 2.2x libnbc instead of 1.6x at np 2, 2.0-2.1x instead of 1.1-1.2x at
+ * np 8.)  Each communicator's region holds four: 1 MiB of each process's
+ * shared window (RINGX_MAILBOX_COMMS regions, 64 MiB in all, virtual),
+ * touched only where used. */
 #define RINGX_POSTED_SLOTS 4
-#define RINGX_POSTED_BYTES 65536
+#define RINGX_POSTED_BYTES 262144
 /* The largest allreduce that every rank reduces whole out of the
  * outboxes, blocking or posted (one synchronisation), rather than a share
  * each (two).  ringx_bench, 2 cores, 2026-12-05, ratios to the stock

@@ -46,8 +46,12 @@ static size_t input_bytes(const ringx_call_t *c)
  * (as the blocking calls' outboxes do). */
 int ringx_osched_fits(const ringx_call_t *c)
 {
+    size_t limit = ringx_posted_bytes(c->m);
+    /* two ranks: one peer's buffer to read, cheaper than the copy into the
+     * outbox above half of it (see RINGX_POSTED_BYTES) */
+    limit = c->m->size == 2 ? limit / 2 : limit;
     return !c->blocking && c->count > 0 && ringx_direct_possible(c->m) &&
-           input_bytes(c) <= ringx_posted_bytes(c->m);
+           input_bytes(c) <= limit;
 }
 
 int ringx_osched_build(ringx_call_t *c)

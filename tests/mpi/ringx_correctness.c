@@ -113,9 +113,10 @@
 /* Large counts: an odd count over a million elements, and about 3 MiB. */
 #define LARGE_COUNT 1000003
 #define LARGE_BYTES (3u << 20)
-/* Medium calls: about 20 KiB and 98 KiB in all. */
-#define MEDIUM_BYTES_FIRST 20011
-#define MEDIUM_BYTES_SECOND 100003
+/* Medium calls: about 20 KiB, 98 KiB and 195 KiB in all (one node: the
+ * outboxes, the posted outboxes but at np 2 the peers' buffers from 128
+ * KiB, the peers' buffers from 256 KiB). */
+static const size_t medium_bytes[] = { 20011, 100003, 200003 };
 
 /* Counts of the explicit fallback cases (count 0 is left out: whether an
  * empty call of an unsupported type is "served" is not specified). */
@@ -1803,21 +1804,19 @@ static const MPI_Datatype large_allgather_types[] = {
  * buffer modes, and every communicator both modes, while the reference
  * (each rank regenerates all ranks' inputs: the bulk of the runtime) is
  * paid only twice per pair. */
-static size_t large_count(const type_desc_t *t, enum coll_id coll, int size, int second)
+static size_t large_count(const type_desc_t *t, enum coll_id coll, int size, int which)
 {
     (void)coll;
     (void)size;
-    return second ? LARGE_BYTES / t->extent + 1 : LARGE_COUNT;
+    return which ? LARGE_BYTES / t->extent + 1 : LARGE_COUNT;
 }
 
-/* Medium calls, split the same way: about MEDIUM_BYTES_FIRST and
- * MEDIUM_BYTES_SECOND in all (the buffer reduced or gathered,
- * reduce_scatter_block's input), around where calls on one node turn from
- * the outboxes to the peers' buffers. */
-static size_t medium_count(const type_desc_t *t, enum coll_id coll, int size, int second)
+/* Medium calls: medium_bytes[which] in all (the buffer reduced or
+ * gathered, reduce_scatter_block's input), around where calls on one node
+ * turn from the outboxes to the peers' buffers. */
+static size_t medium_count(const type_desc_t *t, enum coll_id coll, int size, int which)
 {
-    size_t bytes = second ? MEDIUM_BYTES_SECOND : MEDIUM_BYTES_FIRST;
-    return bytes / (t->extent * (COLL_ALLREDUCE == coll ? 1 : (size_t)size)) + 1;
+    return medium_bytes[which] / (t->extent * (COLL_ALLREDUCE == coll ? 1 : (size_t)size)) + 1;
 }
 
 /* A large call ringx serves, then a small one it hands to the stock
@@ -1832,10 +1831,10 @@ static void run_large_case(test_comm_t *tc, enum coll_id coll,
              fallback_counts[2], false, "op");
 }
 
-typedef size_t (*count_fn)(const type_desc_t *t, enum coll_id coll, int size, int second);
+typedef size_t (*count_fn)(const type_desc_t *t, enum coll_id coll, int size, int which);
 
 /* The representative pairs and allgather types with count's counts. */
-static void run_sized_counts(test_comm_t *tc, int second, count_fn count)
+static void run_sized_counts(test_comm_t *tc, int which, count_fn count)
 {
     size_t nred = sizeof large_reductions / sizeof large_reductions[0];
     size_t ngat = sizeof large_allgather_types / sizeof large_allgather_types[0];
@@ -1844,16 +1843,16 @@ static void run_sized_counts(test_comm_t *tc, int second, count_fn count)
     for (size_t i = 0; i < nred; i++) {
         const type_desc_t *t = find_type(large_reductions[i].dtype);
         const op_desc_t *op = find_op(large_reductions[i].op);
-        bool in_place = (i + (size_t)second) % 2;
-        run_large_case(tc, COLL_ALLREDUCE, t, op, count(t, COLL_ALLREDUCE, size, second),
+        bool in_place = (i + (size_t)which) % 2;
+        run_large_case(tc, COLL_ALLREDUCE, t, op, count(t, COLL_ALLREDUCE, size, which),
                        in_place);
         run_large_case(tc, COLL_REDUCE_SCATTER_BLOCK, t, op,
-                       count(t, COLL_REDUCE_SCATTER_BLOCK, size, second), in_place);
+                       count(t, COLL_REDUCE_SCATTER_BLOCK, size, which), in_place);
     }
     for (size_t i = 0; i < ngat; i++) {
         const type_desc_t *t = find_type(large_allgather_types[i]);
-        run_large_case(tc, COLL_ALLGATHER, t, &no_op, count(t, COLL_ALLGATHER, size, second),
-                       (i + (size_t)second) % 2);
+        run_large_case(tc, COLL_ALLGATHER, t, &no_op, count(t, COLL_ALLGATHER, size, which),
+                       (i + (size_t)which) % 2);
     }
 }
 
@@ -1914,6 +1913,7 @@ static void run_all(void)
     if (!opts.quick || opts.medium) {
         run_sized_counts(&tcs[TC_WORLD], 0, medium_count);
         run_sized_counts(&tcs[TC_REVERSED], 1, medium_count);
+        run_sized_counts(&tcs[TC_WORLD], 2, medium_count);
     }
     if (!opts.quick) {
         run_sized_counts(&tcs[TC_WORLD], 0, large_count);
