@@ -1,9 +1,8 @@
 /*
- * coll_ringx_osched.c - nonblocking and persistent calls on one node up to
- * RINGX_POSTED_BYTES through the posted outboxes (coll_ringx_mailbox.c),
- * as a resumable schedule: each rank copies its input into its next
- * outbox, and once every peer's is in, takes what it needs from all of
- * them at once.
+ * coll_ringx_osched.c - nonblocking and persistent calls on one node
+ * through the posted outboxes (coll_ringx_mailbox.c), as a resumable
+ * schedule: each rank copies its input into its next outbox, and once
+ * every peer's is in, takes what it needs from all of them at once.
  *
  *   allreduce             up to RINGX_WHOLE_BYTES every rank
  *                         reduces every input, in rank order (the same
@@ -13,62 +12,126 @@
  *   allgather             every rank copies every block into place;
  *   reduce_scatter_block  every rank reduces its block of every input.
  *
+ * A call larger than an outbox (where blocking calls of its size do not
+ * read the peers' buffers either: coll_ringx_direct_buffer_bytes) goes in
+ * pieces, one outbox each, numbered one after the other: a piece is a run
+ * of elements of the vector (allreduce), of a rank's block (allgather), or
+ * of every block of the input, side by side (reduce_scatter_block).
+ *
  * Blocking calls have outboxes of their own (two calls' worth, used in
- * turn, see coll_ringx_mailbox.c); these calls may overlap, so each takes
- * the next of RINGX_POSTED_SLOTS outboxes and first waits until every peer
- * has acknowledged the call that used it last.  Without them, a small
- * nonblocking call took the message-based algorithms, whose every message
- * through UCX costs more than the copies here.
+ * turn, see coll_ringx_mailbox.c); these calls may overlap, so each piece
+ * takes the next of RINGX_POSTED_SLOTS outboxes and first waits until
+ * every rank has acknowledged the piece that used it last.  Without them,
+ * a small nonblocking call took the message-based algorithms, whose every
+ * message through UCX costs more than the copies here.
  */
 #include "coll_ringx.h"
 
 #include "ringx_host_reduce.h"
 
 enum {
-    P_SLOT,                     /* the outbox's earlier call still read somewhere */
+    P_SLOT,                     /* the outbox's earlier piece still read somewhere */
     P_INPUTS,                   /* waiting for the peers' inputs */
     P_SHARES,                   /* allreduce by shares: waiting for the peers' shares */
     P_DONE
 };
 
-/* The bytes a rank puts in its outbox: its block (allgather) or all of
- * its input. */
-static size_t input_bytes(const ringx_call_t *c)
+/* Runs of elements side by side in an outbox: one, or reduce_scatter_block's
+ * p blocks. */
+static size_t units(const ringx_call_t *c)
 {
-    size_t bytes = c->count * c->elem_size;
-    return c->coll == RINGX_COLL_REDUCE_SCATTER_BLOCK ? bytes * (size_t)c->m->size : bytes;
+    return c->coll == RINGX_COLL_REDUCE_SCATTER_BLOCK ? (size_t)c->m->size : 1;
 }
 
 /* Only what every rank knows alike decides, not where its buffers are: a
  * rank whose data the outboxes do not hold (device memory, or staged host
  * buffers, which travel as device buffers do) declines the call in its
  * input's flag, and then every rank takes the choice without direct reads
- * (as the blocking calls' outboxes do). */
+ * (as the blocking calls' outboxes do).  Two ranks whose buffers may be
+ * read: one peer's buffer to read is cheaper than the copy into the outbox
+ * above half of it (see RINGX_POSTED_BYTES). */
 int ringx_osched_fits(const ringx_call_t *c)
 {
-    size_t limit = ringx_posted_bytes(c->m);
-    /* two ranks: one peer's buffer to read, cheaper than the copy into the
-     * outbox above half of it (see RINGX_POSTED_BYTES) */
-    limit = c->m->size == 2 ? limit / 2 : limit;
+    size_t input = c->count * c->elem_size * units(c), posted = ringx_posted_bytes(c->m);
+    int buffers_cheaper = c->m->size == 2 && c->m->mailbox.buffers_from[c->coll] > 0 &&
+                          input > posted / 2;
+
     return !c->blocking && c->count > 0 && ringx_direct_possible(c->m) &&
-           input_bytes(c) <= limit;
+           posted / (c->elem_size * units(c)) > 0 && !buffers_cheaper;
 }
 
 int ringx_osched_build(ringx_call_t *c)
 {
+    size_t piece = ringx_posted_bytes(c->m) / (c->elem_size * units(c));
+
     c->sched.engine = RINGX_ENGINE_OUTBOX;
-    c->sched.u.os = (ringx_osched_t){ .call = c, .bytes = input_bytes(c) };
+    c->sched.u.os = (ringx_osched_t){ .call = c,
+                                      .piece_elems = piece,
+                                      .npieces = (int)((c->count + piece - 1) / piece) };
     return OMPI_SUCCESS;
 }
 
-/* Calls start in the same order on every rank: so are they numbered. */
+/* Calls start in the same order on every rank: so are their pieces
+ * numbered. */
 int ringx_osched_start(ringx_osched_t *s)
 {
-    s->n = s->call->m->posted_next++;
+    s->n = s->call->m->posted_next;
+    s->call->m->posted_next += (uint64_t)s->npieces;
+    s->piece = 0;
     s->phase = P_SLOT;
     s->arrived = 0;
     s->rc = OMPI_SUCCESS;
     return OMPI_SUCCESS;
+}
+
+/* ------------------------------------------------------- the piece */
+
+static uint64_t number(const ringx_osched_t *s)
+{
+    return s->n + (uint64_t)s->piece;
+}
+
+/* The piece's first element of each run, and how many it takes. */
+static size_t first(const ringx_osched_t *s)
+{
+    return (size_t)s->piece * s->piece_elems;
+}
+
+static size_t elems(const ringx_osched_t *s)
+{
+    size_t left = s->call->count - first(s);
+    return left < s->piece_elems ? left : s->piece_elems;
+}
+
+/* What this rank puts in its outbox for the piece. */
+static size_t piece_bytes(const ringx_osched_t *s)
+{
+    return elems(s) * s->call->elem_size * units(s->call);
+}
+
+static const char *outbox_of(const ringx_osched_t *s, int rank)
+{
+    return ringx_posted_data(s->call->m, rank, number(s));
+}
+
+/* The piece's part of the result: where its first element goes. */
+static char *result_at(const ringx_osched_t *s)
+{
+    return s->call->result + first(s) * s->call->elem_size;
+}
+
+static int fill(ringx_osched_t *s)
+{
+    ringx_call_t *c = s->call;
+    size_t run = elems(s) * c->elem_size;
+    char *out = ringx_posted_data(c->m, c->m->rank, number(s));
+    int rc = ringx_outbox_holds(&c->mem) ? OMPI_SUCCESS : RINGX_DIRECT_DECLINED;
+
+    for (size_t u = 0; rc == OMPI_SUCCESS && u < units(c); u++) {
+        rc = ringx_mem_copy(&c->mem, out + u * run,
+                            c->input + (u * c->count + first(s)) * c->elem_size, run);
+    }
+    return rc;
 }
 
 /* Allreduce by shares: each rank reduces its block (ringx_block_offset)
@@ -76,27 +139,25 @@ int ringx_osched_start(ringx_osched_t *s)
  * its input was, which only it reads; then copies every peer's share. */
 static int by_shares(const ringx_osched_t *s)
 {
-    return s->call->coll == RINGX_COLL_ALLREDUCE && s->bytes > RINGX_WHOLE_BYTES;
+    return s->call->coll == RINGX_COLL_ALLREDUCE && piece_bytes(s) > RINGX_WHOLE_BYTES;
 }
 
-/* Elements and byte offset of rank's share of an allreduce by shares. */
-static size_t share_count(const ringx_call_t *c, int rank)
+/* Elements and byte offset (in the piece) of rank's share. */
+static size_t share_count(const ringx_osched_t *s, int rank)
 {
-    return ringx_block_count(c->count, c->m->size, rank);
+    return ringx_block_count(elems(s), s->call->m->size, rank);
 }
 
-static size_t share_offset(const ringx_call_t *c, int rank)
+static size_t share_offset(const ringx_osched_t *s, int rank)
 {
-    return ringx_block_offset(c->count, c->m->size, rank) * c->elem_size;
+    return ringx_block_offset(elems(s), s->call->m->size, rank) * s->call->elem_size;
 }
 
 static int copy_share(ringx_osched_t *s, int rank)
 {
-    const ringx_call_t *c = s->call;
-    size_t off = share_offset(c, rank);
-
-    return ringx_mem_copy(&s->call->mem, c->result + off,
-                          ringx_posted_data(c->m, rank, s->n) + off, share_count(c, rank) * c->elem_size);
+    size_t off = share_offset(s, rank);
+    return ringx_mem_copy(&s->call->mem, result_at(s) + off, outbox_of(s, rank) + off,
+                          share_count(s, rank) * s->call->elem_size);
 }
 
 /* The call's outcome so far with a peer's status added: a failure over a
@@ -107,7 +168,7 @@ static int outcome(int rc, int status)
     return rc < 0 || status == OMPI_SUCCESS ? rc : status < 0 ? status : RINGX_DIRECT_DECLINED;
 }
 
-/* Every peer's part of the call in, from the next rank on: s->arrived
+/* Every peer's part of the piece in, from the next rank on: s->arrived
  * counts them. */
 static int peers_in(ringx_osched_t *s, ringx_outbox_part_t part)
 {
@@ -116,7 +177,7 @@ static int peers_in(ringx_osched_t *s, ringx_outbox_part_t part)
 
     for (int peer = (m->rank + 1 + s->arrived) % m->size;
          s->arrived < m->size - 1 &&
-         (in = ringx_posted_arrived(m, peer, s->n, part)) != RINGX_PENDING;
+         (in = ringx_posted_arrived(m, peer, number(s), part)) != RINGX_PENDING;
          peer = (peer + 1) % m->size) {
         s->rc = outcome(s->rc, in == RINGX_DONE ? OMPI_SUCCESS : in);
         if (part == RINGX_OUTBOX_RESULT && s->rc == OMPI_SUCCESS) {
@@ -141,38 +202,37 @@ static void reduce_whole(ringx_osched_t *s)
                                               sizeof(*in) * (size_t)m->size);
 
     for (int r = 0; in != NULL && r < m->size; r++) {
-        in[r] = ringx_posted_data(m, r, s->n);
+        in[r] = outbox_of(s, r);
     }
     if (in != NULL) {
-        ringx_host_reduce_all(c->result, in, m->size, c->count, c->red.type, c->red.op);
+        ringx_host_reduce_all(result_at(s), in, m->size, elems(s), c->red.type, c->red.op);
     }
     s->rc = in != NULL ? OMPI_SUCCESS : OMPI_ERR_OUT_OF_RESOURCE;
 }
 
 static void gather(ringx_osched_t *s)
 {
-    mca_coll_ringx_module_t *m = s->call->m;
-    size_t block = s->bytes;
+    const ringx_call_t *c = s->call;
+    size_t block = c->count * c->elem_size, run = elems(s) * c->elem_size;
 
-    for (int r = 0; r < m->size && s->rc == OMPI_SUCCESS; r++) {
-        char *dst = s->call->result + (size_t)r * block;
-        const char *src = r == m->rank ? s->call->input : ringx_posted_data(m, r, s->n);
-        s->rc = dst == src ? OMPI_SUCCESS : ringx_mem_copy(&s->call->mem, dst, src, block);
+    for (int r = 0; r < c->m->size && s->rc == OMPI_SUCCESS; r++) {
+        char *dst = result_at(s) + (size_t)r * block;
+        const char *src = r == c->m->rank ? c->input + first(s) * c->elem_size : outbox_of(s, r);
+        s->rc = dst == src ? OMPI_SUCCESS : ringx_mem_copy(&s->call->mem, dst, src, run);
     }
 }
 
-/* Reduces each rank's input at offset, count elements, into dst, two
+/* Reduces each rank's outbox at offset, count elements, into dst, two
  * operands at a time in rank order, as the blocking calls' outboxes reduce
  * a block that one rank reduces for all (reduce_whole's exact float sums,
  * which keep the ranks' whole reductions alike, cost more). */
 static void reduce_pairwise(ringx_osched_t *s, char *dst, size_t offset, size_t count)
 {
     const ringx_call_t *c = s->call;
-    mca_coll_ringx_module_t *m = c->m;
 
-    for (int r = 1; r < m->size; r++) {
-        ringx_host_reduce(dst, r == 1 ? ringx_posted_data(m, 0, s->n) + offset : dst,
-                          ringx_posted_data(m, r, s->n) + offset, count, c->red.type, c->red.op);
+    for (int r = 1; r < c->m->size; r++) {
+        ringx_host_reduce(dst, r == 1 ? outbox_of(s, 0) + offset : dst, outbox_of(s, r) + offset,
+                          count, c->red.type, c->red.op);
     }
 }
 
@@ -181,12 +241,11 @@ static void reduce_pairwise(ringx_osched_t *s, char *dst, size_t offset, size_t 
 static void reduce_share(ringx_osched_t *s)
 {
     const ringx_call_t *c = s->call;
-    mca_coll_ringx_module_t *m = c->m;
-    size_t off = share_offset(c, m->rank), count = share_count(c, m->rank);
+    size_t off = share_offset(s, c->m->rank), count = share_count(s, c->m->rank);
 
-    reduce_pairwise(s, c->result + off, off, count);
-    s->rc = ringx_mem_copy(&s->call->mem, ringx_posted_data(m, m->rank, s->n) + off,
-                           c->result + off, count * c->elem_size);
+    reduce_pairwise(s, result_at(s) + off, off, count);
+    s->rc = ringx_mem_copy(&s->call->mem, ringx_posted_data(c->m, c->m->rank, number(s)) + off,
+                           result_at(s) + off, count * c->elem_size);
 }
 
 /* With every input in (s->rc: all went in): what this rank makes of them. */
@@ -203,45 +262,51 @@ static void take(ringx_osched_t *s)
     } else if (c->coll == RINGX_COLL_ALLREDUCE) {
         reduce_whole(s);
     } else {
-        reduce_pairwise(s, c->result, (size_t)c->m->rank * c->count * c->elem_size, c->count);
+        reduce_pairwise(s, result_at(s), (size_t)c->m->rank * elems(s) * c->elem_size, elems(s));
     }
 }
 
-/* The call acknowledged (this rank reads no peer's outbox any more), and
- * counted. */
-static void finish(ringx_osched_t *s)
+/* The piece acknowledged (this rank reads no peer's outbox for it any
+ * more); then the next, or the call counted. */
+static void next_piece(ringx_osched_t *s)
 {
     const ringx_call_t *c = s->call;
     mca_coll_ringx_module_t *m = c->m;
-    size_t share = by_shares(s) ? share_count(c, m->rank) * c->elem_size : 0;
+    size_t bytes = piece_bytes(s), share = by_shares(s) ? share_count(s, m->rank) * c->elem_size
+                                                        : 0;
 
-    ringx_posted_done(m, s->n);
+    ringx_posted_done(m, number(s));
     if (s->rc == OMPI_SUCCESS) {
-        ringx_count(&mca_coll_ringx_counters.mailbox[c->coll], 1);
         /* what the peers took: all of the outbox, or their blocks of the
          * input and this rank's share */
-        s->bytes_sent += by_shares(s) ? s->bytes - share + share * (size_t)(m->size - 1)
-                                      : s->bytes * (size_t)(m->size - 1);
+        s->bytes_sent += by_shares(s) ? bytes - share + share * (size_t)(m->size - 1)
+                                      : bytes * (size_t)(m->size - 1);
+    }
+    s->arrived = 0;
+    s->phase = ++s->piece < s->npieces ? P_SLOT : P_DONE;
+    if (s->phase == P_DONE && s->rc == OMPI_SUCCESS) {
+        ringx_count(&mca_coll_ringx_counters.mailbox[c->coll], 1);
     }
 }
 
-int ringx_osched_progress(ringx_osched_t *s)
+/* One step of the piece under way; RINGX_DONE once it is over. */
+static int piece_progress(ringx_osched_t *s)
 {
     mca_coll_ringx_module_t *m = s->call->m;
 
-    if (s->phase == P_DONE) {
-        return s->rc == OMPI_SUCCESS ? RINGX_DONE : s->rc;    /* finished before */
-    }
     if (s->phase == P_SLOT) {
-        if (!ringx_posted_free(m, s->n)) {
+        if (!ringx_posted_free(m, number(s))) {
             return RINGX_PENDING;
         }
-        s->rc = ringx_outbox_holds(&s->call->mem)
-                    ? ringx_mem_copy(&s->call->mem, ringx_posted_data(m, m->rank, s->n),
-                                     s->call->input, s->bytes)
-                    : RINGX_DIRECT_DECLINED;
+        /* after an earlier piece failed or declined the piece is skipped:
+         * its flag says so to a peer that may not know (a failure of this
+         * rank's own, after every input was in) */
+        s->rc = s->rc == OMPI_SUCCESS ? fill(s) : s->rc;
         /* published in any case: the peers must not wait for ever */
-        ringx_posted_publish(m, s->n, RINGX_OUTBOX_INPUT, s->rc);
+        ringx_posted_publish(m, number(s), RINGX_OUTBOX_INPUT, s->rc);
+        if (s->piece > 0 && s->rc != OMPI_SUCCESS) {
+            return RINGX_DONE;
+        }
         s->phase = P_INPUTS;
     }
     if (s->phase == P_INPUTS) {
@@ -250,19 +315,24 @@ int ringx_osched_progress(ringx_osched_t *s)
         }
         /* whether every input went in, every rank knows alike: only then
          * do the peers wait for this rank's share */
-        s->phase = s->rc == OMPI_SUCCESS && by_shares(s) ? P_SHARES : P_DONE;
         take(s);
-        if (s->phase == P_SHARES) {
-            ringx_posted_publish(m, s->n, RINGX_OUTBOX_RESULT, s->rc);
-            s->arrived = 0;
+        if (s->rc != OMPI_SUCCESS || !by_shares(s)) {
+            return RINGX_DONE;
         }
+        ringx_posted_publish(m, number(s), RINGX_OUTBOX_RESULT, s->rc);
+        s->arrived = 0;
+        s->phase = P_SHARES;
     }
-    if (s->phase == P_SHARES) {
-        if (!peers_in(s, RINGX_OUTBOX_RESULT)) {
+    return peers_in(s, RINGX_OUTBOX_RESULT) ? RINGX_DONE : RINGX_PENDING;
+}
+
+int ringx_osched_progress(ringx_osched_t *s)
+{
+    while (s->phase != P_DONE) {
+        if (piece_progress(s) == RINGX_PENDING) {
             return RINGX_PENDING;
         }
-        s->phase = P_DONE;
+        next_piece(s);
     }
-    finish(s);
     return s->rc == OMPI_SUCCESS ? RINGX_DONE : s->rc;
 }

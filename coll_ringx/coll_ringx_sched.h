@@ -345,14 +345,16 @@ void ringx_dsched_release(ringx_dsched_t *s);
 
 /* ------------------------------------------------------ posted outboxes */
 
-/* A small nonblocking or persistent call on one node through the posted
- * outboxes (coll_ringx_osched.c). */
+/* A nonblocking or persistent call on one node through the posted
+ * outboxes, in pieces of one outbox (coll_ringx_osched.c). */
 typedef struct ringx_osched {
     struct ringx_call *call;    /* the call it is part of: buffers, memory, reduction */
-    size_t bytes;               /* what this rank puts in its outbox */
-    uint64_t n;                 /* the call's number among the posted ones */
+    size_t piece_elems;         /* elements of each run that a piece takes */
+    int npieces;
+    int piece;                  /* the piece under way */
+    uint64_t n;                 /* the first piece's number among the posted ones */
     int phase;
-    int arrived;                /* peers whose input is in, from the next rank on */
+    int arrived;                /* peers whose part is in, from the next rank on */
     int rc;
     size_t bytes_sent;
 } ringx_osched_t;
