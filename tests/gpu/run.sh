@@ -6,7 +6,8 @@
 #   2. the MPI correctness matrix on device buffers (tests/mpi/gpu-*.mpi);
 #   3. compute-sanitizer memcheck over a 2-rank run of that matrix (--quick);
 #   4. the benchmark with device memory at np 2 and 4 (ringx next to "copy
-#      to host, stock collective, copy back"), CSV files beside the log.
+#      to host, stock collective, copy back"), and nonblocking at np 2, CSV
+#      files beside the log.
 #
 #   tests/gpu/run.sh [BUILD_DIR]     (default: _build)
 #
@@ -73,17 +74,20 @@ else
     failed=$((failed + 1))
 fi
 
-# The table also goes to its own file: bench-cuda-npN.txt beside the CSV.
+# The table also goes to its own file: bench-cuda-npN[-FORM].txt beside the CSV.
+#   bench NP [FORM]   (FORM: nonblocking or persistent; blocking when absent)
 bench() {
+    name=bench-cuda-np$1${2:+-$2}
     sh "$top/tests/mpi/run_mpi_test.sh" "$1" "$build/bench/ringx_bench" --mem cuda -e 64M \
-        --csv "$out/bench-cuda-np$1.csv" >"$out/bench-cuda-np$1.txt" 2>&1
+        ${2:+-f "$2"} --csv "$out/$name.csv" >"$out/$name.txt" 2>&1
     status=$?
-    cat "$out/bench-cuda-np$1.txt"
+    cat "$out/$name.txt"
     return $status
 }
 for np in 2 4; do
     step "bench-np$np" bench "$np"
 done
+step "bench-np2-nonblocking" bench 2 nonblocking
 
 say "summary: $passed passed, $failed failed, $skipped skipped (log: $log)"
 [ "$failed" = 0 ]
