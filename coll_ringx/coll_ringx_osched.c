@@ -43,6 +43,12 @@ static size_t units(const ringx_call_t *c)
     return c->coll == RINGX_COLL_REDUCE_SCATTER_BLOCK ? (size_t)c->m->size : 1;
 }
 
+/* Elements of each run that one outbox holds: a piece. */
+static size_t piece_elems(const ringx_call_t *c)
+{
+    return ringx_posted_bytes(c->m) / (c->elem_size * units(c));
+}
+
 /* Only what every rank knows alike decides, not where its buffers are: a
  * rank whose data the outboxes do not hold (device memory, or staged host
  * buffers, which travel as device buffers do) declines the call in its
@@ -57,12 +63,12 @@ int ringx_osched_fits(const ringx_call_t *c)
                           input > posted / 2;
 
     return !c->blocking && c->count > 0 && ringx_direct_possible(c->m) &&
-           posted / (c->elem_size * units(c)) > 0 && !buffers_cheaper;
+           piece_elems(c) > 0 && !buffers_cheaper;
 }
 
 int ringx_osched_build(ringx_call_t *c)
 {
-    size_t piece = ringx_posted_bytes(c->m) / (c->elem_size * units(c));
+    size_t piece = piece_elems(c);
 
     c->sched.engine = RINGX_ENGINE_OUTBOX;
     c->sched.u.os = (ringx_osched_t){ .call = c,
