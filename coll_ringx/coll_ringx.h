@@ -255,7 +255,6 @@ typedef struct mca_coll_ringx_module_t {
     ringx_request_t *deferred_head, *deferred_tail;    /* calls waiting for the connection */
 
     ringx_scratch_set_t scratch;          /* of the blocking calls */
-    ringx_scratch_t inputs;               /* pointers to every rank's input (outboxes) */
 } mca_coll_ringx_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ringx_module_t);
@@ -406,13 +405,12 @@ typedef struct ringx_call {
     ringx_sched_t sched;
 } ringx_call_t;
 
-/* An algorithm of a collective: how it builds its resumable schedule, or,
- * for those not resumable yet (direct reads), how a blocking call runs it
- * to the end (RINGX_DIRECT_DECLINED when some rank declines). */
+/* An algorithm of a collective: how it builds its resumable schedule (run
+ * to its end by a blocking call: RINGX_DIRECT_DECLINED when some rank
+ * declines direct reads). */
 typedef struct ringx_alg_impl {
     ringx_alg_t alg;
     int (*build)(ringx_call_t *c, ringx_alg_t alg);
-    int (*run)(ringx_call_t *c);
 } ringx_alg_impl_t;
 
 /* Prepares c for a call of coll on m: no buffers, no schedule yet. */
@@ -696,87 +694,58 @@ int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len
 
 
 /*
- * Outboxes: the slots of one call parity in a rank's own region, taken
- * together, are one host buffer of ringx_outbox_bytes (0: none) that the
- * rank fills and every peer copies from, with a flag per part.  The owner
- * fills in its input for call seq (nblocks runs of len bytes, stride
- * apart in src, one after the other in the outbox), or computes in the
- * area and publishes a part itself; a peer waits for a part.  As with the
- * slots, the buffer is rewritten only two calls later, when every rank has
- * read it.
+ * Outboxes: a host buffer in a rank's own region that the rank fills and
+ * every peer copies from, with a flag per part (the input, then
+ * allreduce's share of the result), for the calls on one node that pass
+ * through them (coll_ringx_osched.c).  Two kinds (posted: 0 or 1):
+ *
+ *   blocking  the slots of one call parity taken together
+ *             (ringx_outbox_bytes), numbered by ringx_mailbox_next_call:
+ *             rewritten only two calls later, when every rank has read
+ *             it, as the mailbox slots are;
+ *   posted    for nonblocking and persistent calls, which may still be
+ *             under way when later ones start: RINGX_POSTED_SLOTS per
+ *             communicator (RINGX_POSTED_BYTES each), taken in turn by
+ *             the calls that go through them, numbered alike on every
+ *             rank (MPI starts a communicator's collectives in the same
+ *             order on every rank); after reading every peer's, a rank
+ *             acknowledges the call in its own region, and an owner
+ *             refills a slot only once every rank has acknowledged the
+ *             call that used it before.
  *
  * Outboxes hold host data: a rank whose buffers are in device memory (or
- * staged) declines, without copying, and every rank sees it in that rank's
- * flag (RINGX_DIRECT_DECLINED from fill, wait and reduce), waits for every
- * other flag (ringx_outbox_settle) and takes the call to another
- * algorithm, before writing anything the caller sees: the device path
- * keeps its kernels.  A failed copy is published too, and the peers' waits
- * return an error instead of waiting for ever.
+ * staged) declines, without copying, and every rank sees it in that
+ * rank's flag and takes the call to another algorithm before writing
+ * anything the caller sees: the device path keeps its kernels.  A failed
+ * copy is published too, so that no peer waits for ever.  Nothing here
+ * waits: each answers at once.
  */
 typedef enum ringx_outbox_part {
     RINGX_OUTBOX_INPUT,         /* the owner's input, copied in */
-    RINGX_OUTBOX_RESULT,        /* the owner's share of the result, computed in place */
+    RINGX_OUTBOX_RESULT,        /* the owner's share of the result */
     RINGX_OUTBOX_PARTS
 } ringx_outbox_part_t;
 
-size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m);
-char *ringx_outbox_area(mca_coll_ringx_module_t *m, uint32_t seq);
+/* The data bytes of an outbox (0: none). */
+size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m, int posted);
 /* Whether this rank's data of a call can go through its outbox. */
 int ringx_outbox_holds(const ringx_mem_t *mem);
-/* status: OMPI_SUCCESS, RINGX_DIRECT_DECLINED or an error */
-void ringx_outbox_publish(mca_coll_ringx_module_t *m, uint32_t seq, ringx_outbox_part_t what,
-                          int status);
-int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
-                      const char *src, size_t len, int nblocks, size_t stride);
-/* Waits for a part of rank's outbox; *data: where the outbox's data is. */
-int ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank, uint32_t seq,
-                      ringx_outbox_part_t what, unsigned *idle, const char **data);
-
-/* Waits for every peer's input flag of call seq; returns the first status
- * that is not OMPI_SUCCESS, if any. */
-int ringx_outbox_wait_all(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
-                          unsigned *idle);
-
-/* A call that declines or fails in its outboxes (rc) still waits for
- * every peer's input flag, as every call does: the slots and outboxes are
- * reused two call numbers later on the grounds that no rank is two call
- * numbers ahead of another.  Returns rc. */
-int ringx_outbox_settle(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq, int rc,
-                        unsigned *idle);
-
-/* Reduces elements [offset, + count) (offset in bytes) of every peer's
- * input into this rank's own outbox, in host memory: the share of the
- * result this rank computes, which no peer reads as input. */
-int ringx_outbox_reduce(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
-                        size_t offset, size_t count, ringx_reduction_t red, unsigned *idle);
-
-/*
- * Posted outboxes: a nonblocking or persistent call may still be under way
- * when later ones start, so its outbox cannot alternate between two calls
- * as a blocking call's does.  Each rank has RINGX_POSTED_SLOTS of them per
- * communicator (coll_ringx_mailbox_bytes each), taken in turn by the calls
- * that go through them, numbered alike on every rank (MPI starts a
- * communicator's collectives in the same order on every rank); after
- * reading every peer's, a rank acknowledges the call in its own region,
- * and an owner refills a slot only once every peer has acknowledged the
- * call that used it before.  Nothing here waits: each answers at once.
- */
-size_t ringx_posted_bytes(const mca_coll_ringx_module_t *m);
-/* The data of rank's posted outbox for call n. */
-char *ringx_posted_data(const mca_coll_ringx_module_t *m, int rank, uint64_t n);
-/* Whether every peer is done with the earlier call of call n's slot. */
-int ringx_posted_free(mca_coll_ringx_module_t *m, uint64_t n);
-/* Publishes a part of this rank's outbox for call n (its input, or its
- * share of allreduce's result); status: OMPI_SUCCESS where it went in,
- * RINGX_DIRECT_DECLINED where this rank's memory does not go through
- * outboxes (ringx_outbox_holds), an error where it failed. */
-void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, ringx_outbox_part_t part,
-                          int status);
+/* The data of rank's outbox for call n. */
+char *ringx_outbox_data(const mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n);
+/* Whether this rank may fill its outbox for call n. */
+int ringx_outbox_free(mca_coll_ringx_module_t *m, int posted, uint64_t n);
+/* Publishes a part of this rank's outbox for call n; status: OMPI_SUCCESS
+ * where it went in, RINGX_DIRECT_DECLINED where this rank's memory does
+ * not go through outboxes (ringx_outbox_holds), an error where it failed. */
+void ringx_outbox_publish(mca_coll_ringx_module_t *m, int posted, uint64_t n,
+                          ringx_outbox_part_t part, int status);
 /* Whether that part of rank's outbox for call n is in: RINGX_DONE,
  * RINGX_PENDING (not yet), or what its owner published instead
  * (RINGX_DIRECT_DECLINED, OMPI_ERROR). */
-int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n, ringx_outbox_part_t part);
-void ringx_posted_done(mca_coll_ringx_module_t *m, uint64_t n);
+int ringx_outbox_arrived(mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n,
+                         ringx_outbox_part_t part);
+/* This rank has read every peer's outbox of call n. */
+void ringx_outbox_done(mca_coll_ringx_module_t *m, int posted, uint64_t n);
 
 /* ------------------------------------------------------- direct reads */
 
@@ -868,19 +837,15 @@ int ringx_direct_read_reduce(ringx_direct_t *d, size_t offset, const char *own, 
  * collective (the builder of algorithm direct_read). */
 int ringx_dsched_build(ringx_call_t *c, ringx_alg_t alg);
 
-/* A blocking call's direct reads out of the peers' buffers, run to the
- * end: OMPI_SUCCESS, RINGX_DIRECT_DECLINED or an error. */
-int ringx_dsched_run(ringx_call_t *c);
-
-/* Whether c, a nonblocking or persistent call on one node in host memory,
- * fits the posted outboxes; if so, their schedule for it (engine
- * RINGX_ENGINE_OUTBOX, coll_ringx_osched.c). */
+/* Whether c, a call on one node, fits the outboxes (the blocking ones, or
+ * the posted ones for a nonblocking or persistent call); if so, their
+ * schedule for it (engine RINGX_ENGINE_OUTBOX, coll_ringx_osched.c). */
 int ringx_osched_fits(const ringx_call_t *c);
 int ringx_osched_build(ringx_call_t *c);
 
-/* The builder of algorithm direct_read: the posted outboxes where the call
- * fits them and does not read the peers' buffers, else direct reads out of
- * the buffers (coll_ringx_call.c). */
+/* The builder of algorithm direct_read: the outboxes where the call fits
+ * them and does not read the peers' buffers, else direct reads out of the
+ * buffers (coll_ringx_call.c). */
 int ringx_direct_build(ringx_call_t *c, ringx_alg_t alg);
 
 /* ------------------------------------------------------- collectives */

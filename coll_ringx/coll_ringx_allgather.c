@@ -14,8 +14,8 @@
  * of blocks with one neighbour or the other, straight into place.
  *
  * Direct reads (ranks on one node): each rank copies its block, a piece at
- * a time, into its outbox (coll_ringx_mailbox.c) and every peer copies it
- * from there; one synchronisation per piece.  For large calls
+ * a time, into its outbox and every peer copies it from there
+ * (coll_ringx_osched.c); one synchronisation per piece.  For large calls
  * (ringx_direct_from_buffers) and without outboxes (coll_ringx_mailbox_bytes
  * 0), each rank reads every other rank's block straight out of its buffer
  * (coll_ringx_direct.c).  On a quiet development machine the outboxes were
@@ -155,71 +155,14 @@ static int build_log(ringx_call_t *c, ringx_alg_t alg)
     return OMPI_SUCCESS;
 }
 
-/* One piece of every block through the outboxes (call seq): bytes
- * [offset, + len) of each rank's block. */
-static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *own,
-                        char *result, size_t block_bytes, size_t offset, size_t len)
-{
-    uint32_t seq = ringx_mailbox_next_call(m);
-    unsigned idle = 0;
-    char *own_block = result + (size_t)m->rank * block_bytes;
-    int rc = ringx_outbox_fill(m, mem, seq, own + offset, len, 1, 0);
-
-    /* while the peers fill theirs */
-    if (rc == OMPI_SUCCESS && own != own_block) {
-        rc = ringx_mem_copy(mem, own_block + offset, own + offset, len);
-    }
-    for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
-        int rank = (m->rank + k) % m->size;
-        const char *data;
-        rc = ringx_outbox_wait(m, mem, rank, seq, RINGX_OUTBOX_INPUT, &idle, &data);
-        if (rc == OMPI_SUCCESS) {
-            rc = ringx_mem_copy(mem, result + (size_t)rank * block_bytes + offset, data, len);
-        }
-    }
-    return ringx_outbox_settle(m, mem, seq, rc, &idle);
-}
-
-/* Direct reads through the outboxes (coll_ringx_mailbox.c), a piece of
- * every block at a time: each rank copies its piece in and the peers copy
- * it out.  Nothing waits at the end: the caller's buffers are never read
- * by a peer. */
-static int allgather_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *own,
-                            char *result, size_t block_bytes)
-{
-    size_t piece = ringx_outbox_bytes(m);
-    int rc = OMPI_SUCCESS;
-
-    /* a declined call declines in its first piece, before any other */
-    for (size_t done = 0; rc == OMPI_SUCCESS && done < block_bytes; done += piece) {
-        size_t len = block_bytes - done < piece ? block_bytes - done : piece;
-        rc = outbox_piece(m, mem, own, result, block_bytes, done, len);
-    }
-    if (rc == OMPI_SUCCESS) {
-        ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_ALLGATHER], 1);
-        ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLGATHER],
-                    block_bytes * (size_t)(m->size - 1));
-    }
-    return rc;
-}
-
-static int run_direct(ringx_call_t *c)
-{
-    size_t block_bytes = c->count * c->elem_size;
-    return ringx_outbox_bytes(c->m) > 0 &&
-                   !ringx_direct_from_buffers(c->m, c->coll, ringx_call_bytes(c))
-               ? allgather_outbox(c->m, &c->mem, c->input, c->result, block_bytes)
-               : ringx_dsched_run(c);
-}
-
 const ringx_alg_impl_t ringx_allgather_algs[] = {
-    { RINGX_ALG_RING, build_ring, NULL },
-    { RINGX_ALG_RECURSIVE_DOUBLING, build_log, NULL },
-    { RINGX_ALG_BRUCK, build_log, NULL },
-    { RINGX_ALG_NEIGHBOR_EXCHANGE, build_log, NULL },
-    { RINGX_ALG_DIRECT_READ, ringx_direct_build, run_direct },
-    { RINGX_ALG_HIERARCHICAL, ringx_hier_build_allgather, NULL },
-    { RINGX_ALG_COUNT, NULL, NULL },
+    { RINGX_ALG_RING, build_ring },
+    { RINGX_ALG_RECURSIVE_DOUBLING, build_log },
+    { RINGX_ALG_BRUCK, build_log },
+    { RINGX_ALG_NEIGHBOR_EXCHANGE, build_log },
+    { RINGX_ALG_DIRECT_READ, ringx_direct_build },
+    { RINGX_ALG_HIERARCHICAL, ringx_hier_build_allgather },
+    { RINGX_ALG_COUNT, NULL },
 };
 
 /* Both sides must be plain runs of bytes: allgather moves bytes only, so

@@ -17,8 +17,8 @@
  * ringx_schedule.h): each even rank of the first pairs hands its buffer to
  * its odd neighbour first and gets the result back last.
  *
- * Direct reads (ranks on one node): through the outboxes of
- * coll_ringx_mailbox.c, a reduce-scatter and an allgather in which every
+ * Direct reads (ranks on one node): through the outboxes
+ * (coll_ringx_osched.c), a reduce-scatter and an allgather in which every
  * rank reads from every other at once, one synchronisation each per piece;
  * large calls the same out of the peers' buffers (coll_ringx_direct.c),
  * three synchronisations per call.
@@ -190,123 +190,13 @@ static int build_log(ringx_call_t *c, ringx_alg_t alg)
     return OMPI_SUCCESS;
 }
 
-/* One piece through the outboxes (call seq): every rank copies its input
- * in, reduces its chunk of every peer's outbox in its own (where no peer
- * reads that chunk of its input), publishes it and copies every rank's
- * chunk out. */
-static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *input,
-                        char *result, size_t count, ringx_reduction_t red)
-{
-    size_t elem = ringx_type_size(red.type);
-    uint32_t seq = ringx_mailbox_next_call(m);
-    unsigned idle = 0;
-    int rc = ringx_outbox_fill(m, mem, seq, input, count * elem, 1, 0);
-
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_outbox_reduce(m, mem, seq, ringx_block_offset(count, m->size, m->rank) * elem,
-                                 ringx_block_count(count, m->size, m->rank), red, &idle);
-    }
-    rc = ringx_outbox_settle(m, mem, seq, rc, &idle);
-    ringx_outbox_publish(m, seq, RINGX_OUTBOX_RESULT, rc);
-    for (int k = 0; k < m->size && rc == OMPI_SUCCESS; k++) {
-        int owner = (m->rank + k) % m->size;
-        size_t off = ringx_block_offset(count, m->size, owner) * elem;
-        const char *data = ringx_outbox_area(m, seq);
-        if (k > 0) {
-            rc = ringx_outbox_wait(m, mem, owner, seq, RINGX_OUTBOX_RESULT, &idle, &data);
-        }
-        if (rc == OMPI_SUCCESS) {
-            rc = ringx_mem_copy(mem, result + off, data + off,
-                                ringx_block_count(count, m->size, owner) * elem);
-        }
-    }
-    return rc;
-}
-
-/* rank's input in the outboxes of call seq, once its flag has been seen */
-static const char *input_of(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank,
-                            uint32_t seq, unsigned *idle)
-{
-    const char *data = ringx_outbox_area(m, seq);
-    if (rank != m->rank) {
-        (void)ringx_outbox_wait(m, mem, rank, seq, RINGX_OUTBOX_INPUT, idle, &data);
-    }
-    return data;
-}
-
-/* A small buffer: every rank reduces all of it from every outbox, in rank
- * order so that every rank gets the same bits; one synchronisation where
- * outbox_piece has two.  Having every input at hand, it accumulates float
- * sums and products in double (ringx_host_reduce_all).  Every peer's flag
- * is seen before the result is written: in place, it is the input a
- * declined call still needs. */
-static int outbox_whole(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *input,
-                        char *result, size_t count, ringx_reduction_t red)
-{
-    uint32_t seq = ringx_mailbox_next_call(m);
-    unsigned idle = 0;
-    const void **inputs = ringx_scratch_get(&m->inputs, sizeof(*inputs) * (size_t)m->size);
-    int rc = ringx_outbox_fill(m, mem, seq, input, count * ringx_type_size(red.type), 1, 0);
-    int peers = ringx_outbox_wait_all(m, mem, seq, &idle);
-
-    rc = rc != OMPI_SUCCESS ? rc : inputs == NULL ? OMPI_ERR_OUT_OF_RESOURCE : peers;
-    for (int rank = 0; rank < m->size && rc == OMPI_SUCCESS; rank++) {
-        inputs[rank] = input_of(m, mem, rank, seq, &idle);
-    }
-    if (rc == OMPI_SUCCESS) {
-        ringx_host_reduce_all(result, inputs, m->size, count, red.type, red.op);
-    }
-    return rc;
-}
-
-/* Direct reads: the buffer goes through the outboxes a piece at a time,
- * each piece a call of its own (the outboxes alternate between pieces as
- * between calls). */
-static int allreduce_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
-                            void *rbuf, size_t count, ringx_reduction_t red)
-{
-    size_t elem = ringx_type_size(red.type), piece = ringx_outbox_bytes(m) / elem;
-    const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    int whole = count * elem <= RINGX_WHOLE_BYTES && count <= piece;
-    int rc = OMPI_SUCCESS;
-
-    if (whole) {
-        rc = outbox_whole(m, mem, input, rbuf, count, red);
-    } else {
-        for (size_t done = 0; rc == OMPI_SUCCESS && done < count; done += piece) {
-            size_t n = count - done < piece ? count - done : piece;
-            rc = outbox_piece(m, mem, input + done * elem, (char *)rbuf + done * elem, n, red);
-        }
-    }
-    if (rc == OMPI_SUCCESS) {
-        ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_ALLREDUCE], 1);
-        /* what the peers took from this rank: all its input, or a share
-         * of it and of the result */
-        ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_ALLREDUCE],
-                    whole ? count * elem * (size_t)(m->size - 1)
-                        : count * elem / (size_t)m->size * (size_t)(m->size - 1) * 2);
-    }
-    return rc;
-}
-
-/* Through the outboxes, or for large calls (and without outboxes) out of
- * the peers' buffers. */
-static int run_direct(ringx_call_t *c)
-{
-    return ringx_outbox_bytes(c->m) / c->elem_size == 0 ||
-                   ringx_direct_from_buffers(c->m, c->coll, ringx_call_bytes(c))
-               ? ringx_dsched_run(c)
-               : allreduce_outbox(c->m, &c->mem, c->in_place ? MPI_IN_PLACE : c->input,
-                                  c->result, c->count, c->red);
-}
-
 const ringx_alg_impl_t ringx_allreduce_algs[] = {
-    { RINGX_ALG_RING, build_ring, NULL },
-    { RINGX_ALG_RECURSIVE_DOUBLING, build_log, NULL },
-    { RINGX_ALG_RABENSEIFNER, build_log, NULL },
-    { RINGX_ALG_DIRECT_READ, ringx_direct_build, run_direct },
-    { RINGX_ALG_HIERARCHICAL, ringx_hier_build_allreduce, NULL },
-    { RINGX_ALG_COUNT, NULL, NULL },
+    { RINGX_ALG_RING, build_ring },
+    { RINGX_ALG_RECURSIVE_DOUBLING, build_log },
+    { RINGX_ALG_RABENSEIFNER, build_log },
+    { RINGX_ALG_DIRECT_READ, ringx_direct_build },
+    { RINGX_ALG_HIERARCHICAL, ringx_hier_build_allreduce },
+    { RINGX_ALG_COUNT, NULL },
 };
 
 

@@ -56,7 +56,7 @@ static const ringx_alg_impl_t *const algs_of[RINGX_COLL_COUNT] = {
 static const ringx_alg_impl_t *impl_of(ringx_coll_t coll, ringx_alg_t alg)
 {
     for (const ringx_alg_impl_t *a = algs_of[coll]; a->alg != RINGX_ALG_COUNT; a++) {
-        if (a->alg == alg && (a->build != NULL || a->run != NULL)) {
+        if (a->alg == alg && a->build != NULL) {
             return a;
         }
     }
@@ -100,16 +100,11 @@ static void record_choice(const ringx_call_t *c, ringx_decision_t d)
               (unsigned)c->m->comm_id, d.why);
 }
 
-/* Runs alg to the end: its schedule, or its blocking implementation. */
+/* Runs alg's schedule to the end. */
 static int run_alg(ringx_call_t *c, ringx_alg_t alg)
 {
-    const ringx_alg_impl_t *impl = impl_of(c->coll, alg);
-    int rc;
+    int rc = impl_of(c->coll, alg)->build(c, alg);
 
-    if (impl->run != NULL) {
-        return impl->run(c);
-    }
-    rc = impl->build(c, alg);
     c->sched.seq = c->m->seq++;
     return rc == OMPI_SUCCESS ? ringx_sched_run(&c->sched, &c->mem) : rc;
 }
@@ -172,9 +167,8 @@ static int nonblocking_from_buffers(const ringx_call_t *c)
            (c->m->mailbox.buffers_from[c->coll] > 0 && bytes >= RINGX_NONBLOCKING_BUFFERS_BYTES);
 }
 
-/* Through the posted outboxes, unless its size reads the peers' buffers in
- * blocking calls too. */
-static int nonblocking_outboxes(const ringx_call_t *c)
+/* Through the outboxes, unless its size reads the peers' buffers. */
+static int through_outboxes(const ringx_call_t *c)
 {
     return ringx_osched_fits(c) && !ringx_direct_from_buffers(c->m, c->coll, ringx_call_bytes(c));
 }
@@ -194,13 +188,13 @@ static int build(ringx_call_t *c, int direct)
 
 int ringx_direct_build(ringx_call_t *c, ringx_alg_t alg)
 {
-    return nonblocking_outboxes(c) ? ringx_osched_build(c) : ringx_dsched_build(c, alg);
+    return through_outboxes(c) ? ringx_osched_build(c) : ringx_dsched_build(c, alg);
 }
 
 int ringx_call_build(ringx_call_t *c)
 {
     return build(c, ringx_direct_possible(c->m) &&
-                        (nonblocking_outboxes(c) || nonblocking_from_buffers(c)));
+                        (through_outboxes(c) || nonblocking_from_buffers(c)));
 }
 
 int ringx_call_build_declined(ringx_call_t *c)

@@ -281,10 +281,3 @@ int ringx_dsched_progress(ringx_dsched_t *s)
     }
     return RINGX_DONE;
 }
-
-int ringx_dsched_run(ringx_call_t *c)
-{
-    (void)ringx_dsched_build(c, RINGX_ALG_DIRECT_READ);
-    c->sched.seq = 0;           /* no messages: no call number for tags */
-    return ringx_sched_run(&c->sched, &c->mem);
-}

@@ -30,7 +30,7 @@
  *
  * The same slots also serve the other way round, as an outbox: the owner
  * copies its data into its own region once and every peer copies it out
- * (direct reads, a piece at a time; see ringx_outbox_bytes).  Every rank
+ * (direct reads, a piece at a time, coll_ringx_osched.c).  Every rank
  * then copies each byte it gets once, where a mailbox message is copied
  * by its sender and its receiver.  Each piece waits for every rank, so
  * calls of many pieces read the peers' buffers instead
@@ -513,17 +513,6 @@ int ringx_mailbox_put(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int to, uint
     return rc;
 }
 
-/* Waits for a flag of call seq; returns its status bits. */
-static uint64_t wait_flag(const char *slot, uint32_t seq, ringx_mem_t *mem, unsigned *idle)
-{
-    uint64_t flag;
-    while (((flag = __atomic_load_n((const uint64_t *)slot, __ATOMIC_ACQUIRE)) & ~FLAG_STATUS) !=
-           flag_of(seq)) {
-        ringx_mem_progress(mem, idle);
-    }
-    return flag & FLAG_STATUS;
-}
-
 uint32_t ringx_mailbox_next_call(mca_coll_ringx_module_t *m)
 {
     return m->mailbox_seq++;
@@ -544,111 +533,11 @@ int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len
 
 /* ------------------------------------------------------------ outboxes */
 
-/* The outbox of a call: the slots of its parity, from the first one's
+/* A blocking call's outbox: the slots of its parity, from the first one's
  * flag.  A cache line of flags (one per part), then the data. */
-static uint64_t *outbox_flags(const ringx_mailbox_t *mb, char *region, uint32_t seq)
+static uint64_t *blocking_flags(const ringx_mailbox_t *mb, char *region, uint64_t n)
 {
-    return (uint64_t *)slot_of(mb, region, seq, 0);
-}
-
-size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m)
-{
-    return m->mailbox.local != NULL && m->mailbox.bytes > 0
-               ? RINGX_MAILBOX_STEPS * m->mailbox.stride - CACHE_LINE
-               : 0;
-}
-
-char *ringx_outbox_area(mca_coll_ringx_module_t *m, uint32_t seq)
-{
-    return (char *)outbox_flags(&m->mailbox, m->mailbox.local, seq) + CACHE_LINE;
-}
-
-int ringx_outbox_holds(const ringx_mem_t *mem)
-{
-    return !ringx_memtype_on_device(mem->type) && !mem->staged;
-}
-
-void ringx_outbox_publish(mca_coll_ringx_module_t *m, uint32_t seq, ringx_outbox_part_t what,
-                          int status)
-{
-    uint64_t *flags = outbox_flags(&m->mailbox, m->mailbox.local, seq);
-    __atomic_store_n(&flags[what], flag_of(seq) | status_bits(status), __ATOMIC_RELEASE);
-}
-
-int ringx_outbox_fill(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
-                      const char *src, size_t len, int nblocks, size_t stride)
-{
-    char *area = ringx_outbox_area(m, seq);
-    int rc = ringx_outbox_holds(mem) ? OMPI_SUCCESS : RINGX_DIRECT_DECLINED;
-
-    for (int i = 0; i < nblocks && rc == OMPI_SUCCESS; i++) {
-        rc = ringx_mem_copy(mem, area + (size_t)i * len, src + (size_t)i * stride, len);
-    }
-    /* published in any case: the peers must not wait forever */
-    ringx_outbox_publish(m, seq, RINGX_OUTBOX_INPUT, rc);
-    if (mca_coll_ringx_component.test_outbox_delay_us > 0) {
-        usleep((useconds_t)mca_coll_ringx_component.test_outbox_delay_us);
-    }
-    return rc;
-}
-
-int ringx_outbox_wait(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank, uint32_t seq,
-                      ringx_outbox_part_t what, unsigned *idle, const char **data)
-{
-    uint64_t *flags = outbox_flags(&m->mailbox, m->mailbox.remote[rank], seq);
-    uint64_t bits;
-
-    wait_stamped(m, mem, rank, idle);
-    bits = wait_flag((const char *)&flags[what], seq, mem, idle);
-
-    *data = (const char *)flags + CACHE_LINE;
-    return status_of(bits);
-}
-
-int ringx_outbox_wait_all(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
-                          unsigned *idle)
-{
-    int first = OMPI_SUCCESS;
-    for (int k = 1; k < m->size; k++) {
-        const char *data;
-        int rc = ringx_outbox_wait(m, mem, (m->rank + k) % m->size, seq, RINGX_OUTBOX_INPUT,
-                                   idle, &data);
-        first = first == OMPI_SUCCESS ? rc : first;
-    }
-    return first;
-}
-
-int ringx_outbox_settle(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq, int rc,
-                        unsigned *idle)
-{
-    if (rc != OMPI_SUCCESS) {
-        (void)ringx_outbox_wait_all(m, mem, seq, idle);
-    }
-    return rc;
-}
-
-int ringx_outbox_reduce(mca_coll_ringx_module_t *m, ringx_mem_t *mem, uint32_t seq,
-                        size_t offset, size_t count, ringx_reduction_t red, unsigned *idle)
-{
-    char *mine = ringx_outbox_area(m, seq) + offset;
-    int rc = OMPI_SUCCESS;
-
-    for (int k = 1; k < m->size && rc == OMPI_SUCCESS; k++) {
-        const char *data;
-        rc = ringx_outbox_wait(m, mem, (m->rank + k) % m->size, seq, RINGX_OUTBOX_INPUT, idle,
-                               &data);
-        if (rc == OMPI_SUCCESS) {
-            ringx_host_reduce(mine, mine, data + offset, count, red.type, red.op);
-        }
-    }
-    return rc;
-}
-
-/* ---------------------------------------------------- posted outboxes */
-
-size_t ringx_posted_bytes(const mca_coll_ringx_module_t *m)
-{
-    return m->mailbox.local != NULL ? posted_bytes(m->mailbox.bytes) : 0;
+    return (uint64_t *)slot_of(mb, region, (uint32_t)n, 0);
 }
 
 static char *region_at(const mca_coll_ringx_module_t *m, int rank)
@@ -656,18 +545,41 @@ static char *region_at(const mca_coll_ringx_module_t *m, int rank)
     return rank == m->rank ? m->mailbox.local : m->mailbox.remote[rank];
 }
 
-char *ringx_posted_data(const mca_coll_ringx_module_t *m, int rank, uint64_t n)
+/* The flags of rank's outbox for call n: one per part. */
+static uint64_t *outbox_flags(const mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n)
 {
-    return (char *)posted_slot(m->mailbox.bytes, region_at(m, rank), n) + POSTED_FLAGS_BYTES;
+    char *region = region_at(m, rank);
+    return posted ? posted_slot(m->mailbox.bytes, region, n)
+                  : blocking_flags(&m->mailbox, region, n);
 }
 
-/* Every rank, this one too (its own earlier call reads its own outbox),
- * has acknowledged the slot's earlier call.  A peer's acknowledgements
- * count once its region is stamped: before, they may be an earlier
- * communicator's. */
-int ringx_posted_free(mca_coll_ringx_module_t *m, uint64_t n)
+size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m, int posted)
 {
-    for (int r = 0; n >= RINGX_POSTED_SLOTS && r < m->size; r++) {
+    return m->mailbox.local == NULL || m->mailbox.bytes == 0 ? 0
+           : posted ? posted_bytes(m->mailbox.bytes)
+                    : RINGX_MAILBOX_STEPS * m->mailbox.stride - CACHE_LINE;
+}
+
+char *ringx_outbox_data(const mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n)
+{
+    return (char *)outbox_flags(m, posted, rank, n) + (posted ? POSTED_FLAGS_BYTES : CACHE_LINE);
+}
+
+int ringx_outbox_holds(const ringx_mem_t *mem)
+{
+    return !ringx_memtype_on_device(mem->type) && !mem->staged;
+}
+
+/* A blocking call's outbox is always free: the call before its last one
+ * waited for every rank's input, given after each had finished the call
+ * before (read everything it reads).  A posted one is free once every
+ * rank, this one too (its own earlier call reads its own outbox), has
+ * acknowledged the slot's earlier call; a peer's acknowledgements count
+ * once its region is stamped: before, they may be an earlier
+ * communicator's. */
+int ringx_outbox_free(mca_coll_ringx_module_t *m, int posted, uint64_t n)
+{
+    for (int r = 0; posted && n >= RINGX_POSTED_SLOTS && r < m->size; r++) {
         if (!ringx_mailbox_stamped(m, r) ||
             __atomic_load_n(&posted_acks(m->mailbox.bytes, region_at(m, r))[n % RINGX_POSTED_SLOTS],
                             __ATOMIC_ACQUIRE) < n - RINGX_POSTED_SLOTS + 1) {
@@ -677,19 +589,18 @@ int ringx_posted_free(mca_coll_ringx_module_t *m, uint64_t n)
     return 1;
 }
 
-void ringx_posted_publish(mca_coll_ringx_module_t *m, uint64_t n, ringx_outbox_part_t part,
-                          int status)
+void ringx_outbox_publish(mca_coll_ringx_module_t *m, int posted, uint64_t n,
+                          ringx_outbox_part_t part, int status)
 {
-    __atomic_store_n(&posted_slot(m->mailbox.bytes, m->mailbox.local, n)[part],
-                     (n + 1) | status_bits(status), __ATOMIC_RELEASE);
+    __atomic_store_n(&outbox_flags(m, posted, m->rank, n)[part], (n + 1) | status_bits(status),
+                     __ATOMIC_RELEASE);
 }
 
-int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n, ringx_outbox_part_t part)
+int ringx_outbox_arrived(mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n,
+                         ringx_outbox_part_t part)
 {
     uint64_t flag = ringx_mailbox_stamped(m, rank)
-                        ? __atomic_load_n(&posted_slot(m->mailbox.bytes, m->mailbox.remote[rank],
-                                                       n)[part],
-                                          __ATOMIC_ACQUIRE)
+                        ? __atomic_load_n(&outbox_flags(m, posted, rank, n)[part], __ATOMIC_ACQUIRE)
                         : 0;
     int status = status_of(flag & FLAG_STATUS);
 
@@ -698,8 +609,10 @@ int ringx_posted_arrived(mca_coll_ringx_module_t *m, int rank, uint64_t n, ringx
                                           : status;
 }
 
-void ringx_posted_done(mca_coll_ringx_module_t *m, uint64_t n)
+void ringx_outbox_done(mca_coll_ringx_module_t *m, int posted, uint64_t n)
 {
-    __atomic_store_n(&posted_acks(m->mailbox.bytes, m->mailbox.local)[n % RINGX_POSTED_SLOTS],
-                     n + 1, __ATOMIC_RELEASE);
+    if (posted) {
+        __atomic_store_n(&posted_acks(m->mailbox.bytes, m->mailbox.local)[n % RINGX_POSTED_SLOTS],
+                         n + 1, __ATOMIC_RELEASE);
+    }
 }

@@ -59,7 +59,6 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->next_connecting = NULL;
     m->deferred_head = m->deferred_tail = NULL;
     memset(&m->scratch, 0, sizeof(m->scratch));
-    memset(&m->inputs, 0, sizeof(m->inputs));
 }
 
 #define RELEASE_PREV(m, coll)                              \
@@ -91,8 +90,6 @@ static void release_state(mca_coll_ringx_module_t *m)
     ringx_mailbox_disconnect(m);
     ringx_nodes_release(m);
     ringx_scratch_set_free(&m->scratch);
-    free(m->inputs.ptr);
-    memset(&m->inputs, 0, sizeof(m->inputs));
     m->state = RINGX_COMM_UNCONNECTED;
 }
 

@@ -1,8 +1,8 @@
 /*
- * coll_ringx_osched.c - nonblocking and persistent calls on one node
- * through the posted outboxes (coll_ringx_mailbox.c), as a resumable
- * schedule: each rank copies its input into its next outbox, and once
- * every peer's is in, takes what it needs from all of them at once.
+ * coll_ringx_osched.c - calls on one node through the outboxes
+ * (coll_ringx_mailbox.c), as a resumable schedule: each rank copies its
+ * input into its next outbox, and once every peer's is in, takes what it
+ * needs from all of them at once.
  *
  *   allreduce             up to RINGX_WHOLE_BYTES every rank
  *                         reduces every input, in rank order (the same
@@ -12,20 +12,23 @@
  *   allgather             every rank copies every block into place;
  *   reduce_scatter_block  every rank reduces its block of every input.
  *
- * A call larger than an outbox (where blocking calls of its size do not
- * read the peers' buffers either: coll_ringx_direct_buffer_bytes) goes in
- * pieces, one outbox each, numbered one after the other: a piece is a run
- * of elements of the vector (allreduce), of a rank's block (allgather), or
- * of every block of the input, side by side (reduce_scatter_block).
+ * A call larger than an outbox (where calls of its size do not read the
+ * peers' buffers: coll_ringx_direct_buffer_bytes) goes in pieces, one
+ * outbox each, numbered one after the other: a piece is a run of elements
+ * of the vector (allreduce), of a rank's block (allgather), or of every
+ * block of the input, side by side (reduce_scatter_block).
  *
- * Blocking calls have outboxes of their own (two calls' worth, used in
- * turn, see coll_ringx_mailbox.c); these calls may overlap, so each piece
- * takes the next of RINGX_POSTED_SLOTS outboxes and first waits until
- * every rank has acknowledged the piece that used it last.  Without them,
- * a small nonblocking call took the message-based algorithms, whose every
- * message through UCX costs more than the copies here.
+ * Blocking calls take the blocking outboxes, two used in turn, each piece
+ * numbered as a call of its own; nonblocking and persistent calls may
+ * overlap, so each of their pieces takes the next of the posted outboxes
+ * and first waits until every rank has acknowledged the piece that used
+ * it last.  (Without the posted ones, a small nonblocking call took the
+ * message-based algorithms, whose every message through UCX costs more
+ * than the copies here.)
  */
 #include "coll_ringx.h"
+
+#include <unistd.h>
 
 #include "ringx_host_reduce.h"
 
@@ -46,24 +49,23 @@ static size_t units(const ringx_call_t *c)
 /* Elements of each run that one outbox holds: a piece. */
 static size_t piece_elems(const ringx_call_t *c)
 {
-    return ringx_posted_bytes(c->m) / (c->elem_size * units(c));
+    return ringx_outbox_bytes(c->m, !c->blocking) / (c->elem_size * units(c));
 }
 
 /* Only what every rank knows alike decides, not where its buffers are: a
  * rank whose data the outboxes do not hold (device memory, or staged host
  * buffers, which travel as device buffers do) declines the call in its
  * input's flag, and then every rank takes the choice without direct reads
- * (as the blocking calls' outboxes do).  Two ranks whose buffers may be
- * read: one peer's buffer to read is cheaper than the copy into the outbox
- * above half of it (see RINGX_POSTED_BYTES). */
+ * (a declined call).  Two ranks whose buffers may be read: one peer's
+ * buffer to read is cheaper than the copy into a posted outbox above half
+ * of it (see RINGX_POSTED_BYTES). */
 int ringx_osched_fits(const ringx_call_t *c)
 {
-    size_t input = c->count * c->elem_size * units(c), posted = ringx_posted_bytes(c->m);
-    int buffers_cheaper = c->m->size == 2 && c->m->mailbox.buffers_from[c->coll] > 0 &&
-                          input > posted / 2;
+    size_t input = c->count * c->elem_size * units(c), posted = ringx_outbox_bytes(c->m, 1);
+    int buffers_cheaper = !c->blocking && c->m->size == 2 &&
+                          c->m->mailbox.buffers_from[c->coll] > 0 && input > posted / 2;
 
-    return !c->blocking && c->count > 0 && ringx_direct_possible(c->m) &&
-           piece_elems(c) > 0 && !buffers_cheaper;
+    return c->count > 0 && ringx_direct_possible(c->m) && piece_elems(c) > 0 && !buffers_cheaper;
 }
 
 int ringx_osched_build(ringx_call_t *c)
@@ -72,17 +74,20 @@ int ringx_osched_build(ringx_call_t *c)
 
     c->sched.engine = RINGX_ENGINE_OUTBOX;
     c->sched.u.os = (ringx_osched_t){ .call = c,
+                                      .posted = !c->blocking,
                                       .piece_elems = piece,
                                       .npieces = (int)((c->count + piece - 1) / piece) };
     return OMPI_SUCCESS;
 }
 
 /* Calls start in the same order on every rank: so are their pieces
- * numbered. */
+ * numbered (a blocking call's as it goes: one that fails ends there). */
 int ringx_osched_start(ringx_osched_t *s)
 {
-    s->n = s->call->m->posted_next;
-    s->call->m->posted_next += (uint64_t)s->npieces;
+    if (s->posted) {
+        s->n = s->call->m->posted_next;
+        s->call->m->posted_next += (uint64_t)s->npieces;
+    }
     s->piece = 0;
     s->phase = P_SLOT;
     s->arrived = 0;
@@ -94,7 +99,7 @@ int ringx_osched_start(ringx_osched_t *s)
 
 static uint64_t number(const ringx_osched_t *s)
 {
-    return s->n + (uint64_t)s->piece;
+    return s->posted ? s->n + (uint64_t)s->piece : s->n;
 }
 
 /* The piece's first element of each run, and how many it takes. */
@@ -115,9 +120,9 @@ static size_t piece_bytes(const ringx_osched_t *s)
     return elems(s) * s->call->elem_size * units(s->call);
 }
 
-static const char *outbox_of(const ringx_osched_t *s, int rank)
+static char *outbox_of(const ringx_osched_t *s, int rank)
 {
-    return ringx_posted_data(s->call->m, rank, number(s));
+    return ringx_outbox_data(s->call->m, s->posted, rank, number(s));
 }
 
 /* The piece's part of the result: where its first element goes. */
@@ -130,7 +135,7 @@ static int fill(ringx_osched_t *s)
 {
     ringx_call_t *c = s->call;
     size_t run = elems(s) * c->elem_size;
-    char *out = ringx_posted_data(c->m, c->m->rank, number(s));
+    char *out = outbox_of(s, c->m->rank);
     int rc = ringx_outbox_holds(&c->mem) ? OMPI_SUCCESS : RINGX_DIRECT_DECLINED;
 
     for (size_t u = 0; rc == OMPI_SUCCESS && u < units(c); u++) {
@@ -138,6 +143,20 @@ static int fill(ringx_osched_t *s)
                             c->input + (u * c->count + first(s)) * c->elem_size, run);
     }
     return rc;
+}
+
+/* An allgather's own block put in place while the peers fill their
+ * outboxes (out of place: what a declined call's algorithm writes there
+ * too). */
+static int own_block(ringx_osched_t *s)
+{
+    const ringx_call_t *c = s->call;
+    char *dst = result_at(s) + (size_t)c->m->rank * c->count * c->elem_size;
+    const char *src = c->input + first(s) * c->elem_size;
+
+    return c->coll != RINGX_COLL_ALLGATHER || dst == src
+               ? OMPI_SUCCESS
+               : ringx_mem_copy(&s->call->mem, dst, src, elems(s) * c->elem_size);
 }
 
 /* Allreduce by shares: each rank reduces its block (ringx_block_offset)
@@ -183,7 +202,7 @@ static int peers_in(ringx_osched_t *s, ringx_outbox_part_t part)
 
     for (int peer = (m->rank + 1 + s->arrived) % m->size;
          s->arrived < m->size - 1 &&
-         (in = ringx_posted_arrived(m, peer, number(s), part)) != RINGX_PENDING;
+         (in = ringx_outbox_arrived(m, s->posted, peer, number(s), part)) != RINGX_PENDING;
          peer = (peer + 1) % m->size) {
         s->rc = outcome(s->rc, in == RINGX_DONE ? OMPI_SUCCESS : in);
         if (part == RINGX_OUTBOX_RESULT && s->rc == OMPI_SUCCESS) {
@@ -222,36 +241,42 @@ static void gather(ringx_osched_t *s)
     size_t block = c->count * c->elem_size, run = elems(s) * c->elem_size;
 
     for (int r = 0; r < c->m->size && s->rc == OMPI_SUCCESS; r++) {
-        char *dst = result_at(s) + (size_t)r * block;
-        const char *src = r == c->m->rank ? c->input + first(s) * c->elem_size : outbox_of(s, r);
-        s->rc = dst == src ? OMPI_SUCCESS : ringx_mem_copy(&s->call->mem, dst, src, run);
+        if (r != c->m->rank) {
+            s->rc = ringx_mem_copy(&s->call->mem, result_at(s) + (size_t)r * block,
+                                   outbox_of(s, r), run);
+        }
     }
 }
 
-/* Reduces each rank's outbox at offset, count elements, into dst, two
- * operands at a time in rank order, as the blocking calls' outboxes reduce
- * a block that one rank reduces for all (reduce_whole's exact float sums,
- * which keep the ranks' whole reductions alike, cost more). */
-static void reduce_pairwise(ringx_osched_t *s, char *dst, size_t offset, size_t count)
+/* reduce_scatter_block: this rank's block of the piece reduced straight
+ * into its result, two operands at a time in rank order (reduce_whole's
+ * exact float sums, which keep the ranks' whole reductions alike, are not
+ * needed where one rank reduces for all, and cost more). */
+static void reduce_block(ringx_osched_t *s)
 {
     const ringx_call_t *c = s->call;
+    size_t offset = (size_t)c->m->rank * elems(s) * c->elem_size;
 
     for (int r = 1; r < c->m->size; r++) {
-        ringx_host_reduce(dst, r == 1 ? outbox_of(s, 0) + offset : dst, outbox_of(s, r) + offset,
-                          count, c->red.type, c->red.op);
+        ringx_host_reduce(result_at(s), r == 1 ? outbox_of(s, 0) + offset : result_at(s),
+                          outbox_of(s, r) + offset, elems(s), c->red.type, c->red.op);
     }
 }
 
-/* This rank's share of an allreduce by shares, reduced into its result and
- * put where its outbox held that block of its input. */
+/* This rank's share of an allreduce by shares, reduced where its outbox
+ * holds that block of its input, which no peer reads: computed once, on
+ * one rank, its order of operands is every rank's. */
 static void reduce_share(ringx_osched_t *s)
 {
     const ringx_call_t *c = s->call;
-    size_t off = share_offset(s, c->m->rank), count = share_count(s, c->m->rank);
+    mca_coll_ringx_module_t *m = c->m;
+    size_t off = share_offset(s, m->rank), count = share_count(s, m->rank);
+    char *mine = outbox_of(s, m->rank) + off;
 
-    reduce_pairwise(s, result_at(s) + off, off, count);
-    s->rc = ringx_mem_copy(&s->call->mem, ringx_posted_data(c->m, c->m->rank, number(s)) + off,
-                           result_at(s) + off, count * c->elem_size);
+    for (int k = 1; k < m->size; k++) {
+        ringx_host_reduce(mine, mine, outbox_of(s, (m->rank + k) % m->size) + off, count,
+                          c->red.type, c->red.op);
+    }
 }
 
 /* With every input in (s->rc: all went in): what this rank makes of them. */
@@ -268,7 +293,7 @@ static void take(ringx_osched_t *s)
     } else if (c->coll == RINGX_COLL_ALLREDUCE) {
         reduce_whole(s);
     } else {
-        reduce_pairwise(s, result_at(s), (size_t)c->m->rank * elems(s) * c->elem_size, elems(s));
+        reduce_block(s);
     }
 }
 
@@ -281,7 +306,7 @@ static void next_piece(ringx_osched_t *s)
     size_t bytes = piece_bytes(s), share = by_shares(s) ? share_count(s, m->rank) * c->elem_size
                                                         : 0;
 
-    ringx_posted_done(m, number(s));
+    ringx_outbox_done(m, s->posted, number(s));
     if (s->rc == OMPI_SUCCESS) {
         /* what the peers took: all of the outbox, or their blocks of the
          * input and this rank's share */
@@ -289,9 +314,20 @@ static void next_piece(ringx_osched_t *s)
                                       : bytes * (size_t)(m->size - 1);
     }
     s->arrived = 0;
-    s->phase = ++s->piece < s->npieces ? P_SLOT : P_DONE;
+    /* a blocking call's later pieces take no numbers once one failed on
+     * every rank (each saw every input's flag) */
+    s->phase = ++s->piece < s->npieces && (s->posted || s->rc == OMPI_SUCCESS) ? P_SLOT : P_DONE;
     if (s->phase == P_DONE && s->rc == OMPI_SUCCESS) {
         ringx_count(&mca_coll_ringx_counters.mailbox[c->coll], 1);
+    }
+}
+
+/* Testing (coll_ringx_test_outbox_delay_us): a rank slow to read its
+ * peers' outboxes, which may meanwhile free the communicator. */
+static void test_delay(void)
+{
+    if (mca_coll_ringx_component.test_outbox_delay_us > 0) {
+        usleep((useconds_t)mca_coll_ringx_component.test_outbox_delay_us);
     }
 }
 
@@ -301,7 +337,9 @@ static int piece_progress(ringx_osched_t *s)
     mca_coll_ringx_module_t *m = s->call->m;
 
     if (s->phase == P_SLOT) {
-        if (!ringx_posted_free(m, number(s))) {
+        if (!s->posted) {
+            s->n = ringx_mailbox_next_call(m);
+        } else if (!ringx_outbox_free(m, 1, number(s))) {
             return RINGX_PENDING;
         }
         /* after an earlier piece failed or declined the piece is skipped:
@@ -309,10 +347,12 @@ static int piece_progress(ringx_osched_t *s)
          * rank's own, after every input was in) */
         s->rc = s->rc == OMPI_SUCCESS ? fill(s) : s->rc;
         /* published in any case: the peers must not wait for ever */
-        ringx_posted_publish(m, number(s), RINGX_OUTBOX_INPUT, s->rc);
+        ringx_outbox_publish(m, s->posted, number(s), RINGX_OUTBOX_INPUT, s->rc);
         if (s->piece > 0 && s->rc != OMPI_SUCCESS) {
             return RINGX_DONE;
         }
+        s->rc = s->rc == OMPI_SUCCESS ? own_block(s) : s->rc;
+        test_delay();
         s->phase = P_INPUTS;
     }
     if (s->phase == P_INPUTS) {
@@ -325,7 +365,9 @@ static int piece_progress(ringx_osched_t *s)
         if (s->rc != OMPI_SUCCESS || !by_shares(s)) {
             return RINGX_DONE;
         }
-        ringx_posted_publish(m, number(s), RINGX_OUTBOX_RESULT, s->rc);
+        ringx_outbox_publish(m, s->posted, number(s), RINGX_OUTBOX_RESULT, s->rc);
+        /* while the peers reduce theirs */
+        s->rc = copy_share(s, m->rank);
         s->arrived = 0;
         s->phase = P_SHARES;
     }

@@ -14,9 +14,9 @@
  * stands for and hands one back.
  *
  * Direct reads (ranks on one node): each rank copies a piece of every
- * block into its outbox (coll_ringx_mailbox.c), reduces its own block's
- * piece from every peer's outbox and copies the result out; one
- * synchronisation per piece.  For large calls (ringx_direct_from_buffers)
+ * block into its outbox, reduces its own block's piece from every
+ * outbox into its result (coll_ringx_osched.c); one synchronisation per
+ * piece.  For large calls (ringx_direct_from_buffers)
  * and without outboxes (coll_ringx_mailbox_bytes 0), each rank reads its
  * block of every peer's input straight out of the peer's buffer
  * (coll_ringx_direct.c) and reduces it, a segment at a time so that the
@@ -146,72 +146,12 @@ static int build_halving(ringx_call_t *c, ringx_alg_t alg)
     return OMPI_SUCCESS;
 }
 
-/* One piece of every block through the outboxes (call seq): elements
- * [first, + n) of each, side by side in the outbox.  This rank reduces its
- * block's piece in its own outbox, where no peer reads it. */
-static int outbox_piece(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const char *input,
-                        char *result, size_t rcount, size_t first, size_t n,
-                        ringx_reduction_t red)
-{
-    size_t elem = ringx_type_size(red.type), mine = (size_t)m->rank * n * elem;
-    uint32_t seq = ringx_mailbox_next_call(m);
-    unsigned idle = 0;
-    int rc = ringx_outbox_fill(m, mem, seq, input + first * elem, n * elem, m->size,
-                               rcount * elem);
-
-    if (rc == OMPI_SUCCESS) {
-        rc = ringx_outbox_reduce(m, mem, seq, mine, n, red, &idle);
-    }
-    rc = ringx_outbox_settle(m, mem, seq, rc, &idle);
-    return rc == OMPI_SUCCESS ? ringx_mem_copy(mem, result + first * elem,
-                                               ringx_outbox_area(m, seq) + mine, n * elem)
-                              : rc;
-}
-
-/* Direct reads through the outboxes (coll_ringx_mailbox.c), a piece of
- * every block at a time: each rank copies its pieces in, reduces its own
- * block's piece from every peer's outbox and copies the result out.
- * Nothing waits at the end: the caller's buffers are never read by a
- * peer. */
-static int rsb_outbox(mca_coll_ringx_module_t *m, ringx_mem_t *mem, const void *sbuf,
-                      void *rbuf, size_t rcount, ringx_reduction_t red)
-{
-    size_t elem = ringx_type_size(red.type);
-    size_t piece = ringx_outbox_bytes(m) / ((size_t)m->size * elem);
-    const char *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-    int rc = OMPI_SUCCESS;
-
-    /* a declined call declines in its first piece, before writing rbuf */
-    for (size_t done = 0; rc == OMPI_SUCCESS && done < rcount; done += piece) {
-        size_t n = rcount - done < piece ? rcount - done : piece;
-        rc = outbox_piece(m, mem, input, rbuf, rcount, done, n, red);
-    }
-    if (rc == OMPI_SUCCESS) {
-        ringx_count(&mca_coll_ringx_counters.mailbox[RINGX_COLL_REDUCE_SCATTER_BLOCK], 1);
-        ringx_count(&mca_coll_ringx_counters.bytes_sent[RINGX_COLL_REDUCE_SCATTER_BLOCK],
-                    rcount * elem * (size_t)(m->size - 1));
-    }
-    return rc;
-}
-
-/* Direct reads through the outboxes if this rank's share of a piece holds
- * an element and the call is not large enough to read the peers' buffers
- * (ringx_direct_from_buffers), else out of the peers' buffers. */
-static int run_direct(ringx_call_t *c)
-{
-    const void *sbuf = c->in_place ? MPI_IN_PLACE : c->input;
-    return ringx_outbox_bytes(c->m) / (size_t)c->m->size >= c->elem_size &&
-                   !ringx_direct_from_buffers(c->m, c->coll, ringx_call_bytes(c))
-               ? rsb_outbox(c->m, &c->mem, sbuf, c->result, c->count, c->red)
-               : ringx_dsched_run(c);
-}
-
 const ringx_alg_impl_t ringx_reduce_scatter_block_algs[] = {
-    { RINGX_ALG_RING, build_ring, NULL },
-    { RINGX_ALG_RECURSIVE_HALVING, build_halving, NULL },
-    { RINGX_ALG_DIRECT_READ, ringx_direct_build, run_direct },
-    { RINGX_ALG_HIERARCHICAL, ringx_hier_build_reduce_scatter_block, NULL },
-    { RINGX_ALG_COUNT, NULL, NULL },
+    { RINGX_ALG_RING, build_ring },
+    { RINGX_ALG_RECURSIVE_HALVING, build_halving },
+    { RINGX_ALG_DIRECT_READ, ringx_direct_build },
+    { RINGX_ALG_HIERARCHICAL, ringx_hier_build_reduce_scatter_block },
+    { RINGX_ALG_COUNT, NULL },
 };
 
 

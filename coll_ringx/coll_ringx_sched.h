@@ -343,16 +343,17 @@ int ringx_dsched_start(ringx_dsched_t *s);
 int ringx_dsched_progress(ringx_dsched_t *s);
 void ringx_dsched_release(ringx_dsched_t *s);
 
-/* ------------------------------------------------------ posted outboxes */
+/* ------------------------------------------------------------ outboxes */
 
-/* A nonblocking or persistent call on one node through the posted
- * outboxes, in pieces of one outbox (coll_ringx_osched.c). */
+/* A call on one node through the outboxes, in pieces of one outbox
+ * (coll_ringx_osched.c). */
 typedef struct ringx_osched {
     struct ringx_call *call;    /* the call it is part of: buffers, memory, reduction */
+    int posted;                 /* the posted outboxes (else the blocking ones) */
     size_t piece_elems;         /* elements of each run that a piece takes */
     int npieces;
     int piece;                  /* the piece under way */
-    uint64_t n;                 /* the first piece's number among the posted ones */
+    uint64_t n;                 /* posted: the first piece's number; else the piece's */
     int phase;
     int arrived;                /* peers whose part is in, from the next rank on */
     int rc;
