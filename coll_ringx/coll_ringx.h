@@ -699,10 +699,10 @@ int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len
  * allreduce's share of the result), for the calls on one node that pass
  * through them (coll_ringx_osched.c).  Two kinds (posted: 0 or 1):
  *
- *   blocking  the slots of one call parity taken together
- *             (ringx_outbox_bytes), numbered by ringx_mailbox_next_call:
- *             rewritten only two calls later, when every rank has read
- *             it, as the mailbox slots are;
+ *   blocking  two, one per call parity, as large as the mailbox slots of
+ *             a parity together (ringx_outbox_bytes), numbered by
+ *             ringx_mailbox_next_call: rewritten only two calls later,
+ *             when every rank has read it, as the mailbox slots are;
  *   posted    for nonblocking and persistent calls, which may still be
  *             under way when later ones start: RINGX_POSTED_SLOTS per
  *             communicator (RINGX_POSTED_BYTES each), taken in turn by

@@ -28,9 +28,9 @@
  * reads (coll_ringx_direct.c), which needs no slots: with
  * coll_ringx_mailbox_bytes 0 the regions hold only that.
  *
- * The same slots also serve the other way round, as an outbox: the owner
- * copies its data into its own region once and every peer copies it out
- * (direct reads, a piece at a time, coll_ringx_osched.c).  Every rank
+ * Beside the slots, outboxes serve the other way round: the owner copies
+ * its data into its own region once and every peer copies it out (direct
+ * reads, a piece at a time, coll_ringx_osched.c).  Every rank
  * then copies each byte it gets once, where a mailbox message is copied
  * by its sender and its receiver.  Each piece waits for every rank, so
  * calls of many pieces read the peers' buffers instead
@@ -70,38 +70,62 @@ static size_t posted_bytes(size_t bytes)
     return bytes == 0 ? 0 : bytes > RINGX_POSTED_BYTES ? bytes : RINGX_POSTED_BYTES;
 }
 
-/* A posted outbox: a flag per part (the input, then allreduce's share of
- * the result), then the data. */
-#define POSTED_FLAGS_BYTES (RINGX_OUTBOX_PARTS * FLAG_BYTES)
-
-static size_t posted_stride(size_t bytes)
+/* The data bytes of a blocking call's outbox: what the mailbox slots of a
+ * call parity hold together, less a cache line (64.9 KiB with the default
+ * coll_ringx_mailbox_bytes; the size its pieces were measured with). */
+static size_t blocking_bytes(size_t bytes)
 {
-    return slot_stride(POSTED_FLAGS_BYTES - FLAG_BYTES + posted_bytes(bytes));
+    return bytes == 0 ? 0 : RINGX_MAILBOX_STEPS * slot_stride(bytes) - CACHE_LINE;
 }
 
-/* A region: the exposure record, the mailbox slots (two calls' worth),
- * then a cache line of acknowledgements and the posted outboxes. */
+/* An outbox: a flag per part (the input, then allreduce's share of the
+ * result), then the data, from the flags' cache line on. */
+#define OUTBOX_FLAGS_BYTES (RINGX_OUTBOX_PARTS * FLAG_BYTES)
+
+static size_t outbox_stride(size_t data_bytes)
+{
+    return slot_stride(OUTBOX_FLAGS_BYTES - FLAG_BYTES + data_bytes);
+}
+
+/*
+ * A region: the exposure record, the mailbox slots (two calls' worth),
+ * the two blocking outboxes, a cache line of acknowledgements and the
+ * posted outboxes.  The outboxes are apart from the slots: a slot's flag
+ * inside an outbox's data (or an outbox's flag inside a slot's data) may
+ * hold, from a call two before, the very value a later call waits for
+ * (the number of that call + 1: small integers in the data of ordinary
+ * programs), which then reads as there when it is not.
+ */
+static size_t mailboxes_end(size_t bytes)
+{
+    return RINGX_DIRECT_RECORD_BYTES + 2 * RINGX_MAILBOX_STEPS * slot_stride(bytes);
+}
+
 static size_t region_bytes(size_t bytes)
 {
-    return RINGX_DIRECT_RECORD_BYTES +
-           (bytes ? 2 * RINGX_MAILBOX_STEPS * slot_stride(bytes) + CACHE_LINE +
-                        RINGX_POSTED_SLOTS * posted_stride(bytes)
-                  : 0);
+    return bytes ? mailboxes_end(bytes) + 2 * outbox_stride(blocking_bytes(bytes)) + CACHE_LINE +
+                       RINGX_POSTED_SLOTS * outbox_stride(posted_bytes(bytes))
+                 : RINGX_DIRECT_RECORD_BYTES;
 }
 
 _Static_assert(RINGX_POSTED_SLOTS * sizeof(uint64_t) <= CACHE_LINE,
                "a posted outbox's acknowledgement per slot on one cache line");
 
+static uint64_t *blocking_outbox(size_t bytes, char *region, uint64_t n)
+{
+    return (uint64_t *)(region + mailboxes_end(bytes) +
+                        (n & 1) * outbox_stride(blocking_bytes(bytes)));
+}
+
 static uint64_t *posted_acks(size_t bytes, char *region)
 {
-    return (uint64_t *)(region + RINGX_DIRECT_RECORD_BYTES +
-                        2 * RINGX_MAILBOX_STEPS * slot_stride(bytes));
+    return (uint64_t *)(region + mailboxes_end(bytes) + 2 * outbox_stride(blocking_bytes(bytes)));
 }
 
 static uint64_t *posted_slot(size_t bytes, char *region, uint64_t n)
 {
     return (uint64_t *)((char *)posted_acks(bytes, region) + CACHE_LINE +
-                        (n % RINGX_POSTED_SLOTS) * posted_stride(bytes));
+                        (n % RINGX_POSTED_SLOTS) * outbox_stride(posted_bytes(bytes)));
 }
 
 size_t ringx_mailbox_window_bytes(void)
@@ -272,6 +296,9 @@ static void clear_and_stamp(char *region, size_t bytes, uint64_t stamp)
     memset(region, 0, RINGX_DIRECT_RECORD_BYTES);
     for (size_t i = 0; bytes > 0 && i < 2 * RINGX_MAILBOX_STEPS; i++) {
         memset(region + RINGX_DIRECT_RECORD_BYTES + i * stride, 0, CACHE_LINE);
+    }
+    for (uint64_t n = 0; bytes > 0 && n < 2; n++) {
+        memset(blocking_outbox(bytes, region, n), 0, CACHE_LINE);
     }
     if (bytes > 0) {
         memset(posted_acks(bytes, region), 0, CACHE_LINE);
@@ -533,13 +560,6 @@ int ringx_mailbox_take(ringx_mem_t *mem, void *dst, const char *data, size_t len
 
 /* ------------------------------------------------------------ outboxes */
 
-/* A blocking call's outbox: the slots of its parity, from the first one's
- * flag.  A cache line of flags (one per part), then the data. */
-static uint64_t *blocking_flags(const ringx_mailbox_t *mb, char *region, uint64_t n)
-{
-    return (uint64_t *)slot_of(mb, region, (uint32_t)n, 0);
-}
-
 static char *region_at(const mca_coll_ringx_module_t *m, int rank)
 {
     return rank == m->rank ? m->mailbox.local : m->mailbox.remote[rank];
@@ -550,19 +570,18 @@ static uint64_t *outbox_flags(const mca_coll_ringx_module_t *m, int posted, int 
 {
     char *region = region_at(m, rank);
     return posted ? posted_slot(m->mailbox.bytes, region, n)
-                  : blocking_flags(&m->mailbox, region, n);
+                  : blocking_outbox(m->mailbox.bytes, region, n);
 }
 
 size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m, int posted)
 {
-    return m->mailbox.local == NULL || m->mailbox.bytes == 0 ? 0
-           : posted ? posted_bytes(m->mailbox.bytes)
-                    : RINGX_MAILBOX_STEPS * m->mailbox.stride - CACHE_LINE;
+    size_t bytes = m->mailbox.local != NULL ? m->mailbox.bytes : 0;
+    return posted ? posted_bytes(bytes) : blocking_bytes(bytes);
 }
 
 char *ringx_outbox_data(const mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n)
 {
-    return (char *)outbox_flags(m, posted, rank, n) + (posted ? POSTED_FLAGS_BYTES : CACHE_LINE);
+    return (char *)outbox_flags(m, posted, rank, n) + OUTBOX_FLAGS_BYTES;
 }
 
 int ringx_outbox_holds(const ringx_mem_t *mem)
