@@ -184,6 +184,8 @@ typedef struct ringx_mailbox {
     uint64_t stamp;             /* this communicator's, on its region (coll_ringx_mailbox.c) */
     size_t bytes;               /* data bytes per slot */
     size_t stride;              /* bytes per slot */
+    size_t outbox_at[2];        /* [posted]: where a region's outboxes of that kind start */
+    size_t outbox_stride[2];    /* [posted]: bytes from one outbox of that kind to the next */
     size_t buffers_from[RINGX_COLL_COUNT]; /* calls this large read the peers' buffers (agreed; 0: never) */
     int single_copy;            /* this rank reads every peer with single copies */
 } ringx_mailbox_t;
