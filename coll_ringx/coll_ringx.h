@@ -179,7 +179,10 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
 
 typedef struct ringx_mailbox {
     char *local;                /* this rank's region; NULL: none (no mailboxes, no direct reads) */
-    char **remote;              /* by rank: its region, mapped here */
+    char **remote;              /* by rank: its region, mapped here; NULL: this rank, or a rank
+                                 * on another node (a communicator across nodes has mailboxes
+                                 * among the ranks of each node, and no direct reads) */
+    int one_node;               /* every rank's region mapped here: direct reads, outboxes */
     unsigned char *stamped;     /* by rank: its region seen with stamp */
     uint64_t stamp;             /* this communicator's, on its region (coll_ringx_mailbox.c) */
     size_t bytes;               /* data bytes per slot */
@@ -626,9 +629,10 @@ size_t ringx_mailbox_window_bytes(void);
  * this rank's part (from the peers' windows mapped here, by rank; NULL
  * where not mapped; windows NULL: none), then, with the reduced values,
  * m's mailboxes set up or left off (coll_ringx_connect.c).  The same
- * reduction agrees on the node layout (m->node_ranks_min/max): mailboxes
- * and direct reads need every rank on one node by Open MPI's locality,
- * whatever UCX can map (network namespaces on one machine share memory). */
+ * reduction agrees on the node layout (m->node_ranks_min/max): direct
+ * reads need every rank on one node by Open MPI's locality, whatever UCX
+ * can map (network namespaces on one machine share memory), and mailboxes
+ * link only ranks on one node. */
 enum ringx_mailbox_agree {
     RINGX_MB_USABLE,            /* this rank can use mailboxes on m */
     RINGX_MB_BYTES,             /* coll_ringx_mailbox_bytes, and negated: their MAX */
@@ -759,7 +763,7 @@ void ringx_outbox_done(mca_coll_ringx_module_t *m, int posted, uint64_t n);
  * mapped each other's windows (one node). */
 static inline int ringx_direct_possible(const mca_coll_ringx_module_t *m)
 {
-    return m->mailbox.local != NULL;
+    return m->mailbox.local != NULL && m->mailbox.one_node;
 }
 
 /* Whether this rank can read every peer of m with single copies (UCX's

@@ -74,8 +74,9 @@ static void start_steps(ringx_call_t *c, size_t total_bytes, ringx_reduction_t r
 {
     c->sched.engine = RINGX_ENGINE_EXCHANGE;
     ringx_xsched_init(&c->sched.u.xs, c->m, &c->mem, c->coll, red, c->elem_size, total_bytes);
-    /* communicators across nodes have no mailboxes */
-    c->sched.u.xs.msgs.mailboxes = 0;
+    /* blocking calls only (coll_ringx_mailbox.c); the links say which
+     * peers, those on this rank's node */
+    c->sched.u.xs.msgs.mailboxes = c->blocking;
 }
 
 /* ------------------------------------------------------------ leaders */

@@ -4,8 +4,8 @@
  * coll_ringx_sched.h).
  *
  * The transport to each peer is chosen once, when the communicator
- * connects (ringx_links_choose): the mailboxes where the communicator has
- * them (its ranks share a node and map each other's regions), else UCX.
+ * connects (ringx_links_choose): the mailboxes to the peers whose regions
+ * this rank maps (those on its node, by Open MPI's locality), else UCX.
  * Over a mailbox link a message that fits a slot is one copy into the
  * peer's slot, and a reduction reads it there; every other message is UCX
  * tagged messages in segments.  Sender and receiver decide alike: the
@@ -29,12 +29,13 @@ int ringx_links_choose(mca_coll_ringx_module_t *m)
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     for (int r = 0; r < m->size; r++) {
-        m->via[r] = r != m->rank && m->mailbox.local != NULL ? RINGX_VIA_MAILBOX : RINGX_VIA_UCX;
+        m->via[r] = m->mailbox.local != NULL && m->mailbox.remote[r] != NULL ? RINGX_VIA_MAILBOX
+                                                                             : RINGX_VIA_UCX;
         shared += m->via[r] == RINGX_VIA_MAILBOX;
     }
-    RINGX_LOG(2, "comm id %u: links to %d peers through mailboxes (messages of up to %zu "
-                 "bytes, in the first %d steps of blocking calls) and UCX, to %d through UCX",
-              (unsigned)m->comm_id, shared, m->mailbox.bytes, RINGX_MAILBOX_STEPS,
+    RINGX_LOG(2, "%s: links through mailboxes (messages of up to %zu bytes, in the first %d "
+                 "steps of blocking calls) and UCX to %d of its peers, through UCX alone to %d",
+              m->comm->c_name, m->mailbox.bytes, RINGX_MAILBOX_STEPS, shared,
               m->size - 1 - shared);
     return OMPI_SUCCESS;
 }

@@ -22,10 +22,15 @@
  * way when later calls start, uses no mailbox and takes no number.
  *
  * Sender and receiver choose the mailbox from what they both know, the
- * step and its size, so they always agree; a communicator has a region
- * only if every member can map every other's window (agreed when it
- * connects).  A region starts with its owner's exposure record for direct
- * reads (coll_ringx_direct.c), which needs no slots: with
+ * step and its size, so they always agree; a communicator has regions
+ * only if every member can map the windows of every other member on its
+ * node (agreed when it connects), and mailboxes link only ranks on one
+ * node by Open MPI's locality: across nodes of a communicator, messages
+ * go through UCX, and the argument above holds all the same (a call's
+ * result needs every rank's input, wherever it comes from).  Only a
+ * communicator on one node reads buffers and outboxes directly.  A
+ * region starts with its owner's exposure record for direct reads
+ * (coll_ringx_direct.c), which needs no slots: with
  * coll_ringx_mailbox_bytes 0 the regions hold only that.
  *
  * Beside the slots, outboxes serve the other way round: the owner copies
@@ -184,8 +189,15 @@ static int status_of(uint64_t bits)
 
 /* ------------------------------------------------------------ connect */
 
+/* Whether rank has a region here that this rank uses: it is on this
+ * rank's node by Open MPI's locality, whatever UCX could map. */
+static int region_peer(const mca_coll_ringx_module_t *m, int rank)
+{
+    return rank != m->rank && ringx_nodes_on_my_node(m->comm, rank);
+}
+
 /* Whether this rank can use mailboxes on m: a window, a region for the
- * communicator, and every peer's window mapped. */
+ * communicator, and the window of every peer on its node mapped. */
 static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, size_t bytes)
 {
     size_t window_bytes;
@@ -195,7 +207,7 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
 
     ok = ok && windows != NULL;
     for (int r = 0; ok && r < m->size; r++) {
-        ok = r == m->rank || windows[r] != NULL;
+        ok = !region_peer(m, r) || windows[r] != NULL;
     }
     return ok;
 }
@@ -383,7 +395,7 @@ static void wait_readers_gone(uint32_t comm_id)
     left_behind[comm_id].remote = NULL;
     pthread_mutex_unlock(&stamps.lock);
     for (int rank = 0; r.remote != NULL && rank < r.size; rank++) {
-        while (rank != r.rank && !reader_gone(&r, rank)) {
+        while (r.remote[rank] != NULL && !reader_gone(&r, rank)) {
             if (ringx_ucx_progress_worker() == 0) {
                 sched_yield();
             }
@@ -426,14 +438,14 @@ void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
 {
     size_t bytes = slot_bytes();
     int node_ranks = ompi_group_count_local_peers(m->comm->c_local_group);
-    int ok = node_ranks == m->size && usable_here(m, windows, bytes);
+    int ok = usable_here(m, windows, bytes);
     int set = ringx_direct_buffer_bytes_set();     /* looked up once, not per collective */
 
     local[RINGX_MB_USABLE] = ok;
     local[RINGX_MB_BYTES] = (int)bytes;
     local[RINGX_MB_BYTES_NEG] = -(int)bytes;
     /* single copies to every peer, or no direct reads of buffers */
-    local[RINGX_MB_SINGLE_COPY] = ok && ringx_direct_single_copy(m);
+    local[RINGX_MB_SINGLE_COPY] = ok && node_ranks == m->size && ringx_direct_single_copy(m);
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
         size_t from = buffers_from((ringx_coll_t)coll, crowded, set);
         local[RINGX_MB_DIRECT + coll] = (int)(from > INT_MAX ? INT_MAX : from);
@@ -455,12 +467,12 @@ static void note_layout(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
     }
     ringx_count(&mca_coll_ringx_counters.comms_multi_node, 1);
     if (m->node_ranks_min == m->node_ranks_max) {
-        RINGX_LOG(1, "%s: %d ranks on %d nodes, %d per node: no one-node paths (mailboxes, "
-                  "direct reads)", comm->c_name, m->size, m->size / m->node_ranks_min,
+        RINGX_LOG(1, "%s: %d ranks on %d nodes, %d per node: no direct reads, mailboxes only "
+                  "inside a node", comm->c_name, m->size, m->size / m->node_ranks_min,
                   m->node_ranks_min);
     } else {
-        RINGX_LOG(1, "%s: %d ranks on several nodes, %d to %d per node: no one-node paths "
-                  "(mailboxes, direct reads)", comm->c_name, m->size, m->node_ranks_min,
+        RINGX_LOG(1, "%s: %d ranks on several nodes, %d to %d per node: no direct reads, "
+                  "mailboxes only inside a node", comm->c_name, m->size, m->node_ranks_min,
                   m->node_ranks_max);
     }
 }
@@ -475,10 +487,9 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     note_layout(m, comm, global);
     if (!global[RINGX_MB_USABLE] || global[RINGX_MB_BYTES] != -global[RINGX_MB_BYTES_NEG]) {
         RINGX_LOG(2, "%s: no mailboxes, no direct reads (%s)", comm->c_name,
-                  m->node_ranks_min < m->size ? "ranks on more than one node"
-                  : !global[RINGX_MB_USABLE]
-                      ? "some rank cannot map every peer's window, or the context id is too large"
-                      : "coll_ringx_mailbox_bytes differs between ranks");
+                  !global[RINGX_MB_USABLE] ? "some rank cannot map the window of every peer on "
+                                             "its node, or the context id is too large"
+                                           : "coll_ringx_mailbox_bytes differs between ranks");
         return OMPI_SUCCESS;
     }
     mb->remote = calloc((size_t)m->size, sizeof(*mb->remote));
@@ -488,14 +499,16 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     for (int r = 0; r < m->size; r++) {
-        mb->remote[r] = r == m->rank ? NULL : region_of(windows[r], m->comm_id, bytes);
+        mb->remote[r] = region_peer(m, r) ? region_of(windows[r], m->comm_id, bytes) : NULL;
     }
     mb->bytes = bytes;
+    mb->one_node = m->node_ranks_min == m->size;
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
-        mb->buffers_from[coll] =
-            global[RINGX_MB_SINGLE_COPY] ? (size_t)global[RINGX_MB_DIRECT + coll] : 0;
+        mb->buffers_from[coll] = mb->one_node && global[RINGX_MB_SINGLE_COPY]
+                                     ? (size_t)global[RINGX_MB_DIRECT + coll]
+                                     : 0;
     }
-    mb->single_copy = ringx_direct_single_copy(m);
+    mb->single_copy = mb->one_node && ringx_direct_single_copy(m);
     mb->stride = slot_stride(bytes);
     mb->local = region_of(window, m->comm_id, bytes);
     for (int posted = 0; posted < 2; posted++) {
@@ -509,12 +522,14 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     mb->stamped[m->rank] = 1;
     wait_readers_gone(m->comm_id);
     clear_and_stamp(mb->local, bytes, mb->stamp);
-    RINGX_LOG(2, "%s: direct reads (%s; out of the peers' buffers from %zu / %zu / %zu bytes "
-                 "for allreduce / allgather / reduce_scatter_block, 0: never); messages up to "
-                 "%zu bytes go through mailboxes",
-              comm->c_name, mb->single_copy ? "single copies" : "UCP gets",
-              mb->buffers_from[RINGX_COLL_ALLREDUCE], mb->buffers_from[RINGX_COLL_ALLGATHER],
-              mb->buffers_from[RINGX_COLL_REDUCE_SCATTER_BLOCK], bytes);
+    if (mb->one_node) {
+        RINGX_LOG(2, "%s: direct reads (%s; out of the peers' buffers from %zu / %zu / %zu "
+                     "bytes for allreduce / allgather / reduce_scatter_block, 0: never); "
+                     "messages up to %zu bytes go through mailboxes",
+                  comm->c_name, mb->single_copy ? "single copies" : "UCP gets",
+                  mb->buffers_from[RINGX_COLL_ALLREDUCE], mb->buffers_from[RINGX_COLL_ALLGATHER],
+                  mb->buffers_from[RINGX_COLL_REDUCE_SCATTER_BLOCK], bytes);
+    }
     return OMPI_SUCCESS;
 }
 

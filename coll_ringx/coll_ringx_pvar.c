@@ -93,10 +93,11 @@ static const struct {
     unsigned long long *counter;
 } process_counters[] = {
     { "comms_one_node", "communicators ringx connected whose ranks all share a node (Open MPI's "
-      "locality): mailboxes and direct reads may serve them",
+      "locality): direct reads may serve them",
       &mca_coll_ringx_counters.comms_one_node },
     { "comms_multi_node", "communicators ringx connected whose ranks are on more than one node: "
-      "only message-based algorithms serve them (flat or hierarchical)",
+      "only message-based algorithms serve them (flat or hierarchical; mailboxes only between "
+      "ranks of one node)",
       &mca_coll_ringx_counters.comms_multi_node },
     { "comms_exchanged", "communicators whose connection exchanged worker addresses because some "
       "member met a process it had not met in an earlier communicator; the others connected "

@@ -5,7 +5,8 @@
 # several nodes (Open MPI's locality) and keep its one-node paths inside
 # a node:
 #   * 2 hosts x 2 ranks: the verbose log gives the layout ("4 ranks on 2
-#     nodes, 2 per node"), the pvar comms_multi_node counts it;
+#     nodes, 2 per node") and links every rank through mailboxes to the
+#     one peer on its node only, the pvar comms_multi_node counts it;
 #   * the same, direct reads forced for all three collectives: every call
 #     must be served by the ring instead (--expect-alg: the pvars), with
 #     correct results (ringx_correctness --quick);
@@ -17,7 +18,8 @@
 #     hierarchical ones at 3 x 2, 2 x 3 (nonblocking), 2 x 2 (persistent,
 #     staged), 2 x 1 and 3 x 1 (where the ring serves instead): correct,
 #     the pvars proving which algorithm served every call, and the
-#     layout counted (comms_hierarchical, comms_uneven);
+#     layout counted (comms_hierarchical, comms_uneven), and the small
+#     blocking calls at 3 x 2 and 2 x 3 counted by the mailbox pvars;
 #   * the benchmark across 2 hosts: it prints the node layout; across 3
 #     hosts with private memory and links shaped to 1 Gbit/s, three runs
 #     that must end with every result right, hierarchical calls counted;
@@ -88,9 +90,15 @@ expect() { # NAME PATTERN WHAT
 two=$(hostfile "$work/h2" 2 2)
 three=$(hostfile "$work/h3" 2 1 1)
 
-run layout 4 "$two" "--mca coll_ringx_verbose 1" "$bindir/three_collectives"
-expect layout "MPI_COMM_WORLD: 4 ranks on 2 nodes, 2 per node: no one-node paths" \
+run layout 4 "$two" "--mca coll_ringx_verbose 2" "$bindir/three_collectives"
+expect layout \
+    "MPI_COMM_WORLD: 4 ranks on 2 nodes, 2 per node: no direct reads, mailboxes only inside a node" \
     "no node layout in the verbose log"
+# UCX could map all 3 peers' windows here (shared memory); the mailboxes
+# must link each rank to the one peer on its node only.
+[ "$(grep -c 'MPI_COMM_WORLD: links through mailboxes .* to 1 of its peers, through UCX alone to 2' \
+    "$work/layout.out")" -eq 4 ] ||
+    { echo "FAIL: layout: mailboxes not exactly between the ranks of each node"; fail=1; }
 [ "$(grep -c '^rank ' "$work/layout.out")" -eq 12 ] || { echo "FAIL: layout: results missing"; fail=1; }
 
 forced=""
@@ -106,7 +114,7 @@ expect forced "0 failures" "wrong results or calls not served by the ring"
 run uneven 4 "$three" "--mca coll_ringx_verbose 1" "$bindir/ringx_correctness" --quick \
     --expect-multi-node
 expect uneven "0 failures" "wrong results or calls not served by ringx"
-expect uneven "MPI_COMM_WORLD: 4 ranks on several nodes, 1 to 2 per node" \
+expect uneven "MPI_COMM_WORLD: 4 ranks on several nodes, 1 to 2 per node: no direct reads" \
     "no uneven node layout in the verbose log"
 
 # With coll/han.  Below ringx (priority 99, ringx's 100): han is ringx's
@@ -152,10 +160,13 @@ forced_run neighbor ring neighbor_exchange ring --quick
 # The hierarchical algorithms, forced: 2 and 3 hosts x 1-3 ranks, the whole
 # matrix where the nodes are even (the ring serves communicators whose
 # nodes are not: --expect-alg), nonblocking, persistent and staged too.
+# Blocking calls of up to the mailbox size: the ranks of a node exchange
+# through mailboxes (--expect-node-mailbox; none for nonblocking calls).
 np=6 hosts_args=$(hostfile "$work/h3" 2 2 2)
-forced_run hier-3x2 hierarchical hierarchical hierarchical
+forced_run hier-3x2 hierarchical hierarchical hierarchical --expect-node-mailbox 4096
 np=6 hosts_args=$(hostfile "$work/h2" 3 3)
-forced_run hier-2x3-nb hierarchical hierarchical hierarchical --nonblocking
+forced_run hier-2x3-nb hierarchical hierarchical hierarchical --nonblocking \
+    --expect-node-mailbox 4096
 np=4 hosts_args=$two
 forced_run hier-2x2-persistent hierarchical hierarchical hierarchical --persistent --quick
 extra="--mca coll_ringx_stage_host_buffers 1"
@@ -241,6 +252,7 @@ if [ "$fail" -ne 0 ]; then
     exit 1
 fi
 echo "PASS: across 2 and 3 test hosts (uneven too): node layout from Open MPI's locality," \
-    "no direct reads across hosts even when forced, results correct and served by ringx;" \
+    "no direct reads across hosts even when forced, mailboxes only inside a host," \
+    "results correct and served by ringx;" \
     "every algorithm forced once, the hierarchical ones at 1-3 ranks per host;" \
     "the benchmark's layout; a link down and a killed rank: no hang, no wrong result"

@@ -38,6 +38,13 @@
  *                                  node) must be counted by
  *                                  coll_ringx_COLL_mailbox; 0: no call may
  *                                  be (run with coll_ringx_mailbox_bytes 0)
+ *   --expect-node-mailbox BYTES    on communicators across nodes with the
+ *                                  same rank count (>= 2) on each, every
+ *                                  served blocking call of at most BYTES in
+ *                                  all must be counted by
+ *                                  coll_ringx_COLL_mailbox (the ranks of a
+ *                                  node exchange through mailboxes), every
+ *                                  nonblocking or persistent one must not
  *   --expect-buffers-from [COLL:]BYTES
  *                                  every served call (of COLL) of at least BYTES in
  *                                  all must be counted by
@@ -1153,6 +1160,7 @@ typedef struct options {
     const char *expect_alg[NUM_COLLS]; /* per collective: the algorithm that must serve */
     bool expect_staged;
     long expect_mailbox;        /* -1: not checked */
+    long expect_node_mailbox;   /* -1: not checked */
     long expect_buffers_from[NUM_COLLS]; /* -1: not checked */
     bool device;                /* --mem cuda */
     bool nonblocking;           /* MPI_I... and MPI_Wait */
@@ -1164,7 +1172,7 @@ typedef struct options {
     bool expect_served_some;    /* ringx served calls of every collective */
 } options_t;
 
-static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1,
+static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1, .expect_node_mailbox = -1,
                           .expect_buffers_from = { -1, -1, -1 }, .watchdog_seconds = 120 };
 
 /* ------------------------------------------------------------------ */
@@ -1181,6 +1189,7 @@ typedef struct case_ctx {
     int rank;
     const char *expect_reason;   /* NULL: ringx must serve it */
     const char *expect_alg;      /* the algorithm that must serve it, or NULL */
+    bool even_nodes;             /* comm spans nodes of as many ranks (>= 2) each */
     uint64_t *seeds;             /* input seed of every rank of comm */
     rx_call_t call;
 } case_ctx_t;
@@ -1220,6 +1229,21 @@ static void check_mailbox(const case_ctx_t *c, unsigned long long counted)
         rx_check(&c->call, counted == (want ? 1u : 0u),
                  "coll_ringx_%s_mailbox grew by %llu for a %zu-byte call; expected %d",
                  coll_names[c->coll], counted, total, want);
+    }
+}
+
+/* Across even nodes every rank exchanges with the ranks of its node in
+ * every call; a blocking call's messages, parts of its whole buffer, then
+ * fit the mailboxes. */
+static void check_node_mailbox(const case_ctx_t *c, unsigned long long counted)
+{
+    size_t total = total_bytes(c);
+    bool want = total > 0 && !opts.nonblocking && !opts.persistent;
+
+    if (c->even_nodes && total <= (size_t)opts.expect_node_mailbox) {
+        rx_check(&c->call, counted == (want ? 1u : 0u),
+                 "coll_ringx_%s_mailbox grew by %llu for a %zu-byte call across nodes; "
+                 "expected %d", coll_names[c->coll], counted, total, want);
     }
 }
 
@@ -1278,6 +1302,9 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
     }
     if (opts.expect_mailbox >= 0 && served == 1) {
         check_mailbox(c, after->mailbox - before->mailbox);
+    }
+    if (opts.expect_node_mailbox >= 0 && served == 1) {
+        check_node_mailbox(c, after->mailbox - before->mailbox);
     }
     if (opts.expect_buffers_from[c->coll] >= 0 && served == 1) {
         check_buffers(c, after->direct_buffers - before->direct_buffers);
@@ -1701,6 +1728,7 @@ static void run_case(test_comm_t *tc, enum coll_id coll, const type_desc_t *t,
     c.comm = tc->comms[tc->next++ % (unsigned)tc->ncomms];
     c.expect_reason = expected_reason(coll, natural_reason);
     c.expect_alg = expected_alg(tc, coll);
+    c.even_nodes = tc->even_nodes;
     MPI_Comm_rank(c.comm, &c.rank);
     MPI_Comm_size(c.comm, &c.gen.nranks);
     c.gen.type = t;
@@ -2061,9 +2089,12 @@ static bool parse_options(int argc, char **argv)
             opts.persistent = true;
         } else if (0 == strcmp(argv[i], "--expect-staged")) {
             opts.expect_staged = true;
+        } else if (0 == strcmp(argv[i], "--expect-node-mailbox") && i + 1 < argc) {
+            if ((opts.expect_node_mailbox = strtol(argv[++i], NULL, 10)) < 0) {
+                return false;
+            }
         } else if (0 == strcmp(argv[i], "--expect-mailbox") && i + 1 < argc) {
-            opts.expect_mailbox = strtol(argv[++i], NULL, 10);
-            if (opts.expect_mailbox < 0) {
+            if ((opts.expect_mailbox = strtol(argv[++i], NULL, 10)) < 0) {
                 return false;
             }
         } else if (0 == strcmp(argv[i], "--expect-buffers-from") && i + 1 < argc) {
@@ -2111,7 +2142,8 @@ static void usage(void)
     fprintf(stderr,
             "usage: " PROGRAM_NAME " [--quick [--medium]] [--results-only] "
             "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged] [--nonblocking] [--persistent]\n"
-            "       [--expect-mailbox BYTES] [--expect-buffers-from [COLL:]BYTES] [--expect-multi-node]\n"
+            "       [--expect-mailbox BYTES] [--expect-node-mailbox BYTES]\n"
+            "       [--expect-buffers-from [COLL:]BYTES] [--expect-multi-node]\n"
             "       [--nested-fallback] [--expect-handed-back] [--expect-served-some]\n"
             "       [--mem host|cuda] [--watchdog SECONDS]\n"
             "  COLL: allreduce | allgather | reduce_scatter_block\n"
