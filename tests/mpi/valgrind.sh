@@ -4,7 +4,8 @@
 #   valgrind.sh PROGRAM [ARGS...]   (RINGX_COMPONENT_DIR and RINGX_MPIRUN_ARGS
 #                                    as for run_mpi_test.sh)
 # Open MPI and UCX report errors and leaks of their own; only records with
-# a ringx frame count.  Components stay loaded at exit so that their
+# a ringx frame count, less those valgrind-ompi.supp names (Open MPI's
+# errors under ringx's calls of its progress engine).  Components stay loaded at exit so that their
 # frames keep their names.
 set -u
 here=$(dirname "$0")
@@ -19,6 +20,7 @@ RINGX_MPI_TIMEOUT=${RINGX_MPI_TIMEOUT:-900} \
     RINGX_MPIRUN_ARGS="${RINGX_MPIRUN_ARGS:-} --mca mca_base_component_disable_dlclose 1" \
     "$here/run_mpi_test.sh" 4 valgrind -q --leak-check=full \
     --show-leak-kinds=definite,indirect,possible --num-callers=40 \
+    --suppressions="$here/valgrind-ompi.supp" \
     --log-file="$logs/vg.%p.log" "$@"
 status=$?
 
