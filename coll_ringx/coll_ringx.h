@@ -137,6 +137,7 @@ struct ringx_scratch_set {
     ringx_scratch_t segments;       /* pipeline receive slots */
     ringx_scratch_t blocks;         /* partial results, Bruck's rotation */
     ringx_scratch_t bounce;         /* staging of host buffers (testing) */
+    ringx_scratch_t steps;          /* exchange steps beyond the schedule's own */
 };
 
 void ringx_scratch_set_free(ringx_scratch_set_t *s);
@@ -203,7 +204,14 @@ typedef struct ringx_nodes {
     int node_ranks;
     int node, local;            /* this rank's node and its place there */
     int *rank_at;               /* [node * node_ranks + local]: the rank there */
+    int *leaders;               /* [node]: its first rank (rank_at[node * node_ranks]) */
 } ringx_nodes_t;
+
+/* The most ranks laid out for the hierarchical algorithms: their rings
+ * take up to p - 1 exchange steps, which the message tags number without
+ * wrapping up to here (beyond, they would wrap, safely, but the layout's
+ * hostname comparisons grow as p^2). */
+#define RINGX_HIER_MAX_RANKS 4096
 
 typedef struct mca_coll_ringx_module_t {
     mca_coll_base_module_t super;

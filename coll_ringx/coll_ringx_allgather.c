@@ -95,7 +95,7 @@ static void bruck_steps(ringx_xsched_t *s, const char *own, char *gathered, size
     }
 }
 
-_Static_assert(RINGX_NEIGHBOR_EXCHANGE_MAX_RANKS / 2 <= RINGX_XSCHED_MAX_STEPS,
+_Static_assert(RINGX_NEIGHBOR_EXCHANGE_MAX_RANKS / 2 <= RINGX_XSCHED_INLINE_STEPS,
               "neighbour exchange fits the step list");
 
 static void neighbor_exchange_steps(ringx_xsched_t *s, const char *own, char *result,

@@ -104,6 +104,10 @@ int ringx_xsched_start(ringx_xsched_t *s, uint32_t seq)
     int rc;
 
     ringx_msgs_start(&s->msgs, seq);
+    if (s->overflow) {
+        RINGX_LOG(0, "an exchange schedule built more than its %d steps", s->cap_steps);
+        return OMPI_ERR_BAD_PARAM;
+    }
     if ((rc = ringx_xsched_prepare(s)) != OMPI_SUCCESS) {
         return rc;
     }
@@ -129,8 +133,26 @@ void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_
     s->elem_size = elem_size;
     s->total_bytes = total_bytes;
     s->nsteps = 0;
+    s->cap_steps = RINGX_XSCHED_INLINE_STEPS;
+    s->overflow = 0;
+    s->steps = s->inline_steps;
     s->copy_bytes = 0;
     ringx_msgs_init(&s->msgs, m, mem, red, elem_size);
+}
+
+int ringx_xsched_room(ringx_xsched_t *s, ringx_scratch_set_t *set, int nsteps)
+{
+    if (nsteps <= s->cap_steps) {
+        return OMPI_SUCCESS;
+    }
+    ringx_xstep_t *room = ringx_scratch_get(&set->steps, (size_t)nsteps * sizeof(*room));
+
+    if (room == NULL) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    s->steps = room;
+    s->cap_steps = nsteps;
+    return OMPI_SUCCESS;
 }
 
 void ringx_xsched_local_copy(ringx_xsched_t *s, char *dst, const char *src, size_t bytes)
@@ -140,10 +162,18 @@ void ringx_xsched_local_copy(ringx_xsched_t *s, char *dst, const char *src, size
     s->copy_bytes = bytes;
 }
 
+/* A step past the room is a bug of a build; it is written to the last
+ * one and the call fails at its start, rather than anything else being
+ * overwritten. */
 static ringx_xstep_t *new_step(ringx_xsched_t *s)
 {
-    /* log2 of any int rank count, twice, plus the folds, stays below the bound */
-    ringx_xstep_t *st = &s->steps[s->nsteps++];
+    ringx_xstep_t *st;
+
+    if (s->nsteps == s->cap_steps) {
+        s->overflow = 1;
+        s->nsteps--;
+    }
+    st = &s->steps[s->nsteps++];
     *st = (ringx_xstep_t){ .send_to = -1, .recv_from = -1 };
     return st;
 }

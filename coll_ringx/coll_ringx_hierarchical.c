@@ -24,11 +24,12 @@
  *                         among the ranks of place j across the nodes.
  *
  * Small calls (the whole buffer up to RINGX_HIER_LEADERS_REDUCE_BYTES or
- * RINGX_HIER_LEADERS_CHUNK_BYTES) go through each node's first rank instead, its leader, as coll/han's do: the
- * leader gathers (allgather) or reduces (the others) its node's data, the
- * leaders exchange among themselves (recursive doubling for allreduce,
- * rings of node chunks for the others), and each leader hands the result
- * out in its node.  Those calls wait on latency, not on the link, and the
+ * RINGX_HIER_LEADERS_CHUNK_BYTES) go through each node's first rank
+ * instead, its leader, as coll/han's do: the leader gathers (allgather) or
+ * reduces (the others) its node's data along a binomial tree, the leaders
+ * exchange among themselves (recursive doubling for allreduce, rings of
+ * node chunks for the others), and each leader hands the result out in
+ * its node along the tree again: 2 ceil(log2 L) steps inside the node.  Those calls wait on latency, not on the link, and the
  * rings would cross between nodes from every rank of a node at each of
  * their steps.  Allgather and reduce_scatter_block take this way only
  * where every node's ranks are consecutive (the chunks a leader passes on
@@ -39,6 +40,8 @@
  * alike.  The ring's block arithmetic is ringx_schedule.h's.
  */
 #include "coll_ringx.h"
+
+#include "ringx_layout.h"
 
 /* The rank at a node's place. */
 static int rank_at(const ringx_nodes_t *n, int node, int local)
@@ -70,13 +73,15 @@ static int place_neighbour(const ringx_nodes_t *n, int dir)
     return rank_at(n, (n->node + n->nnodes + dir) % n->nnodes, n->local);
 }
 
-static void start_steps(ringx_call_t *c, size_t total_bytes, ringx_reduction_t red)
+/* An empty schedule with room for nsteps steps. */
+static int start_steps(ringx_call_t *c, size_t total_bytes, ringx_reduction_t red, int nsteps)
 {
     c->sched.engine = RINGX_ENGINE_EXCHANGE;
     ringx_xsched_init(&c->sched.u.xs, c->m, &c->mem, c->coll, red, c->elem_size, total_bytes);
     /* blocking calls only (coll_ringx_mailbox.c); the links say which
      * peers, those on this rank's node */
     c->sched.u.xs.msgs.mailboxes = c->blocking;
+    return ringx_xsched_room(&c->sched.u.xs, ringx_mem_host_scratch(&c->mem, c->m), nsteps);
 }
 
 /* ------------------------------------------------------------ leaders */
@@ -100,10 +105,8 @@ static void start_steps(ringx_call_t *c, size_t total_bytes, ringx_reduction_t r
 static int through_leaders(const ringx_call_t *c, size_t total_bytes, int chunks)
 {
     const ringx_nodes_t *n = &c->m->nodes;
-    int across = chunks ? n->nnodes - 1 : ringx_doubling_steps(n->nnodes);
 
-    if (total_bytes > (chunks ? RINGX_HIER_LEADERS_CHUNK_BYTES : RINGX_HIER_LEADERS_REDUCE_BYTES) ||
-        2 * (n->node_ranks - 1) + across > RINGX_XSCHED_MAX_STEPS) {
+    if (total_bytes > (chunks ? RINGX_HIER_LEADERS_CHUNK_BYTES : RINGX_HIER_LEADERS_REDUCE_BYTES)) {
         return 0;
     }
     for (int r = 0; chunks && r < c->m->size; r++) {
@@ -114,42 +117,108 @@ static int through_leaders(const ringx_call_t *c, size_t total_bytes, int chunks
     return 1;
 }
 
+/* The steps of a call through the leaders: into the leader and out again
+ * by binomial trees (ringx_schedule.h), and across the nodes (chunks: a
+ * ring of the node chunks, else recursive doubling). */
+static int leaders_steps(const ringx_nodes_t *n, int chunks)
+{
+    return 2 * ringx_tree_rounds(n->node_ranks) +
+           (chunks ? n->nnodes - 1 : ringx_doubling_steps(n->nnodes));
+}
+
 static int is_leader(const ringx_nodes_t *n)
 {
     return n->local == 0;
 }
 
-/* Into the leader: each other rank of the node sends (reduce: the leader
- * reduces into dst, from its own input first) one step after another. */
-static void to_leader(ringx_xsched_t *s, const ringx_nodes_t *n, const char *input, char *dst,
-                      size_t bytes, size_t stride, int reduce)
+/* This rank's partner in its node's tree at round k (a rank, or -1). */
+static int tree_partner(const ringx_nodes_t *n, int k, int *sends)
 {
-    for (int t = 1; t < n->node_ranks; t++) {
-        int from = rank_at(n, n->node, t);
-        if (is_leader(n) && reduce) {
-            ringx_xsched_reduce(s, from, dst, t == 1 ? input : dst, bytes);
-        } else if (is_leader(n)) {
-            ringx_xsched_recv(s, from, dst + (size_t)t * stride, bytes);
-        } else if (t == n->local) {
-            ringx_xsched_send(s, rank_at(n, n->node, 0), input, bytes);
-        } else {
+    int peer = ringx_tree_peer(n->local, n->node_ranks, k, sends);
+    return peer < 0 ? -1 : rank_at(n, n->node, peer);
+}
+
+/* The node's inputs of bytes reduced into the leader's acc: each rank
+ * reduces what its subtree sends into its own acc (from its input at
+ * first) and sends that on. */
+static void reduce_in(ringx_xsched_t *s, const ringx_nodes_t *n, const char *input, char *acc,
+                      size_t bytes)
+{
+    int held = 0;   /* acc holds a reduction */
+
+    for (int k = 0; k < ringx_tree_rounds(n->node_ranks); k++) {
+        int sends, peer = tree_partner(n, k, &sends);
+        if (peer < 0) {
             ringx_xsched_skip(s);
+        } else if (sends) {
+            ringx_xsched_send(s, peer, held ? acc : input, bytes);
+        } else {
+            ringx_xsched_reduce(s, peer, acc, held ? acc : input, bytes);
+            held = 1;
         }
     }
 }
 
-/* Out of the leader: each other rank of the node gets bytes from src (+
- * its place x stride) into dst. */
-static void from_leader(ringx_xsched_t *s, const ringx_nodes_t *n, const char *src, char *dst,
-                        size_t bytes, size_t stride)
+/* The node's blocks of bb gathered into the leader, block j of the node at
+ * base + j x bb on every rank (the node's ranks consecutive): each rank
+ * gathers its subtree's and sends them on. */
+static void gather_in(ringx_xsched_t *s, const ringx_nodes_t *n, const char *input, char *base,
+                      size_t bb)
 {
-    for (int t = 1; t < n->node_ranks; t++) {
-        if (is_leader(n)) {
-            ringx_xsched_send(s, rank_at(n, n->node, t), src + (size_t)t * stride, bytes);
-        } else if (t == n->local) {
-            ringx_xsched_recv(s, rank_at(n, n->node, 0), dst, bytes);
-        } else {
+    int L = n->node_ranks, j = n->local;
+
+    if (input != base + (size_t)j * bb) {
+        /* while step 0's sends travel; a rank that sends at step 0 sends
+         * its own block alone, from the input */
+        ringx_xsched_local_copy(s, base + (size_t)j * bb, input, bb);
+    }
+    for (int k = 0; k < ringx_tree_rounds(L); k++) {
+        int sends, peer = tree_partner(n, k, &sends);
+        if (peer < 0) {
             ringx_xsched_skip(s);
+        } else if (sends) {
+            int span = ringx_tree_span(j, L, k);
+            ringx_xsched_send(s, peer, span == 1 ? input : base + (size_t)j * bb,
+                              (size_t)span * bb);
+        } else {
+            int from = j + (1 << k);
+            ringx_xsched_recv(s, peer, base + (size_t)from * bb,
+                              (size_t)ringx_tree_span(from, L, k) * bb);
+        }
+    }
+}
+
+/* The leader's buf of bytes handed to every rank of the node. */
+static void bcast_out(ringx_xsched_t *s, const ringx_nodes_t *n, char *buf, size_t bytes)
+{
+    for (int k = ringx_tree_rounds(n->node_ranks) - 1; k >= 0; k--) {
+        int sends, peer = tree_partner(n, k, &sends);
+        if (peer < 0) {
+            ringx_xsched_skip(s);
+        } else if (sends) {
+            ringx_xsched_recv(s, peer, buf, bytes);
+        } else {
+            ringx_xsched_send(s, peer, buf, bytes);
+        }
+    }
+}
+
+/* The leader's L blocks of bb at base (block j for place j) handed out:
+ * each rank ends with its block at base + local x bb. */
+static void scatter_out(ringx_xsched_t *s, const ringx_nodes_t *n, char *base, size_t bb)
+{
+    int L = n->node_ranks, j = n->local;
+
+    for (int k = ringx_tree_rounds(L) - 1; k >= 0; k--) {
+        int sends, peer = tree_partner(n, k, &sends);
+        if (peer < 0) {
+            ringx_xsched_skip(s);
+        } else if (sends) {
+            ringx_xsched_recv(s, peer, base + (size_t)j * bb, (size_t)ringx_tree_span(j, L, k) * bb);
+        } else {
+            int to = j + (1 << k);
+            ringx_xsched_send(s, peer, base + (size_t)to * bb,
+                              (size_t)ringx_tree_span(to, L, k) * bb);
         }
     }
 }
@@ -182,49 +251,39 @@ static void leaders_ring(ringx_xsched_t *s, const ringx_nodes_t *n, char *buf, s
 static void leaders_allreduce(ringx_xsched_t *s, const ringx_call_t *c, const ringx_nodes_t *n)
 {
     size_t bytes = c->count * c->elem_size;
-    int leaders[RINGX_XSCHED_MAX_STEPS];    /* nodes are laid out up to this many ranks */
-    ringx_group_t g = { n->node, n->nnodes, leaders };
+    ringx_group_t g = { n->node, n->nnodes, n->leaders };
 
-    for (int node = 0; node < n->nnodes; node++) {
-        leaders[node] = rank_at(n, node, 0);
-    }
-    to_leader(s, n, c->input, c->result, bytes, 0, 1);
+    reduce_in(s, n, c->input, c->result, bytes);
     if (is_leader(n)) {
         ringx_allreduce_doubling(s, &g, c->result, c->result, bytes);
     } else {
         ringx_xsched_skip_steps(s, ringx_doubling_steps(n->nnodes));
     }
-    from_leader(s, n, c->result, c->result, bytes, 0);
+    bcast_out(s, n, c->result, bytes);
 }
 
 static void leaders_allgather(ringx_xsched_t *s, const ringx_call_t *c, const ringx_nodes_t *n)
 {
     size_t bb = c->count * c->elem_size, chunk = bb * (size_t)n->node_ranks;
-    char *mine = c->result + (size_t)c->m->rank * bb;
 
-    if (is_leader(n) && c->input != mine) {
-        ringx_xsched_local_copy(s, mine, c->input, bb);
-    }
-    to_leader(s, n, c->input, mine, bb, bb, 0);
+    gather_in(s, n, c->input, c->result + (size_t)n->node * chunk, bb);
     leaders_ring(s, n, c->result, chunk, 0);
-    from_leader(s, n, c->result, c->result, bb * (size_t)c->m->size, 0);
+    bcast_out(s, n, c->result, bb * (size_t)c->m->size);
 }
 
 /* The whole vector reduced into the leader's acc, the node chunks reduced
  * among the leaders (each leader's own ends at its node's place in acc),
- * each rank's block handed out. */
+ * each rank's block handed out there and copied into its result. */
 static void leaders_reduce_scatter_block(ringx_xsched_t *s, ringx_call_t *c,
                                          const ringx_nodes_t *n, char *acc)
 {
     size_t bb = c->count * c->elem_size, chunk = bb * (size_t)n->node_ranks;
     char *own = acc + (size_t)n->node * chunk;
 
-    to_leader(s, n, c->input, acc, bb * (size_t)c->m->size, 0, 1);
+    reduce_in(s, n, c->input, acc, bb * (size_t)c->m->size);
     leaders_ring(s, n, acc, chunk, 1);
-    from_leader(s, n, own, c->result, bb, bb);
-    if (is_leader(n)) {
-        ringx_sched_copy_after(&c->sched, c->result, own, bb);
-    }
+    scatter_out(s, n, own, bb);
+    ringx_sched_copy_after(&c->sched, c->result, own + (size_t)n->local * bb, bb);
 }
 
 /* ---------------------------------------------------------- allreduce */
@@ -291,9 +350,16 @@ int ringx_hier_build_allreduce(ringx_call_t *c, ringx_alg_t alg)
     ringx_xsched_t *s = &c->sched.u.xs;
     const ringx_nodes_t *n = &c->m->nodes;
 
+    int leaders = through_leaders(c, c->count * c->elem_size, 0);
+    int rc = start_steps(c, c->count * c->elem_size, c->red,
+                         leaders ? leaders_steps(n, 0)
+                                 : ringx_layout_steps_allreduce(n->nnodes, n->node_ranks));
+
     (void)alg;
-    start_steps(c, c->count * c->elem_size, c->red);
-    if (through_leaders(c, c->count * c->elem_size, 0)) {
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    if (leaders) {
         leaders_allreduce(s, c, n);
         return OMPI_SUCCESS;
     }
@@ -311,10 +377,15 @@ int ringx_hier_build_allgather(ringx_call_t *c, ringx_alg_t alg)
     const ringx_nodes_t *n = &c->m->nodes;
     int L = n->node_ranks, N = n->nnodes;
     size_t bb = c->count * c->elem_size;
+    int leaders = through_leaders(c, bb * (size_t)c->m->size, 1);
+    int rc = start_steps(c, bb * (size_t)c->m->size, RINGX_NO_REDUCTION,
+                         leaders ? leaders_steps(n, 1) : ringx_layout_steps_gather(N, L));
 
     (void)alg;
-    start_steps(c, bb * (size_t)c->m->size, RINGX_NO_REDUCTION);
-    if (through_leaders(c, bb * (size_t)c->m->size, 1)) {
+    if (rc != OMPI_SUCCESS) {
+        return rc;
+    }
+    if (leaders) {
         leaders_allgather(s, c, n);
         return OMPI_SUCCESS;
     }
@@ -387,13 +458,15 @@ int ringx_hier_build_reduce_scatter_block(ringx_call_t *c, ringx_alg_t alg)
     const ringx_nodes_t *n = &c->m->nodes;
     size_t bb = c->count * c->elem_size, total = bb * (size_t)c->m->size;
     char *acc = ringx_mem_scratch(&c->mem, RINGX_SCRATCH_BLOCKS, total + 1);
+    int leaders = through_leaders(c, total, 1);
+    int steps = leaders ? leaders_steps(n, 1) : ringx_layout_steps_gather(n->nnodes, n->node_ranks);
+    int rc = acc == NULL ? OMPI_ERR_OUT_OF_RESOURCE : start_steps(c, total, c->red, steps);
 
     (void)alg;
-    if (acc == NULL) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
+    if (rc != OMPI_SUCCESS) {
+        return rc;
     }
-    start_steps(c, total, c->red);
-    if (through_leaders(c, total, 1)) {
+    if (leaders) {
         leaders_reduce_scatter_block(s, c, n, acc);
         return OMPI_SUCCESS;
     }

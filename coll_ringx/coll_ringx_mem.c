@@ -141,13 +141,18 @@ static int start_device(ringx_mem_t *mem)
 #endif
 }
 
+ringx_scratch_set_t *ringx_mem_host_scratch(ringx_mem_t *mem, mca_coll_ringx_module_t *m)
+{
+    return mem->scratch != NULL ? mem->scratch : &m->scratch;
+}
+
 int ringx_mem_start(ringx_mem_t *mem, mca_coll_ringx_module_t *m, int coll)
 {
     const mca_coll_ringx_component_t *c = &mca_coll_ringx_component;
     int rc = OMPI_SUCCESS;
 
     mem->ops = &host_ops;
-    mem->ctx = mem->scratch != NULL ? mem->scratch : &m->scratch;
+    mem->ctx = ringx_mem_host_scratch(mem, m);
     mem->staged = c->stage_host_buffers;
     mem->stage = NULL;
     if (ringx_memtype_on_device(mem->type)) {
@@ -210,6 +215,7 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s)
     free(s->segments.ptr);
     free(s->blocks.ptr);
     free(s->bounce.ptr);
+    free(s->steps.ptr);
     memset(s, 0, sizeof(*s));
 }
 

@@ -79,6 +79,10 @@ typedef struct ringx_xfer {
  * the kernels cannot read). */
 int ringx_mem_classify(ringx_mem_t *mem, const void *a, const void *b, size_t align);
 
+/* The host scratch of a call of module m, whatever its buffers' memory:
+ * the call's own, or the module's (blocking calls). */
+ringx_scratch_set_t *ringx_mem_host_scratch(ringx_mem_t *mem, struct mca_coll_ringx_module_t *m);
+
 /* Makes mem ready to serve a call of module m: picks the backend and sets
  * up its resources (a persistent call's: once, at its init). */
 int ringx_mem_start(ringx_mem_t *mem, struct mca_coll_ringx_module_t *m, int coll);

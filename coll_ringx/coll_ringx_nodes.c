@@ -42,15 +42,20 @@ static void node_keys(struct ompi_communicator_t *comm, int p, int *key, const c
     }
 }
 
-/* The ranks at each (node, local) place of an even layout. */
+/* The ranks at each (node, local) place of an even layout, and each
+ * node's leader (one array). */
 static int place_ranks(ringx_nodes_t *n, int p, const int *node_of, const int *local_of)
 {
-    n->rank_at = malloc(sizeof(*n->rank_at) * (size_t)p);
+    n->rank_at = malloc(sizeof(*n->rank_at) * (size_t)(p + n->nnodes));
     if (n->rank_at == NULL) {
         return 0;
     }
     for (int r = 0; r < p; r++) {
         n->rank_at[node_of[r] * n->node_ranks + local_of[r]] = r;
+    }
+    n->leaders = n->rank_at + p;
+    for (int node = 0; node < n->nnodes; node++) {
+        n->leaders[node] = n->rank_at[node * n->node_ranks];
     }
     return 1;
 }
@@ -79,11 +84,11 @@ static int lay_out(mca_coll_ringx_module_t *m, const int *key)
     return hash;
 }
 
-/* Whether m's ranks may be laid out: on more than one node, and no more
- * than the schedules' steps. */
+/* Whether m's ranks may be laid out: on more than one node, and not too
+ * many. */
 static int worth_laying_out(const mca_coll_ringx_module_t *m, int one_node)
 {
-    return !one_node && m->size <= RINGX_XSCHED_MAX_STEPS;
+    return !one_node && m->size <= RINGX_HIER_MAX_RANKS;
 }
 
 int ringx_nodes_observe(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)

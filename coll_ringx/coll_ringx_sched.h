@@ -163,7 +163,11 @@ void ringx_ring_release(ringx_ring_t *ring);
  * recv_buf is NULL, into scratch reduced as reduce_dst = reduce_local op
  * received.  A peer of -1 (or 0 bytes) means no send or no receive.
  */
-#define RINGX_XSCHED_MAX_STEPS 72
+/* Steps a schedule holds itself: the log(p) algorithms' (twice log2 of
+ * any int rank count, plus the folds) and the node leaders'; longer ones
+ * (the hierarchical rings, p - 1 steps) reserve room in the call's host
+ * scratch first (ringx_xsched_room). */
+#define RINGX_XSCHED_INLINE_STEPS 72
 
 typedef struct ringx_xstep {
     int send_to;
@@ -250,8 +254,10 @@ typedef struct ringx_xsched {
     ringx_coll_t coll;
     size_t elem_size;
     size_t total_bytes;        /* the call's whole buffer: same on every rank */
-    int nsteps;
-    ringx_xstep_t steps[RINGX_XSCHED_MAX_STEPS];
+    int nsteps, cap_steps;
+    int overflow;               /* a step beyond cap_steps was dropped: the build is wrong */
+    ringx_xstep_t *steps;       /* inline_steps, or room in the host scratch */
+    ringx_xstep_t inline_steps[RINGX_XSCHED_INLINE_STEPS];
     char *copy_dst;            /* a local copy made once step 0 is under way */
     const char *copy_src;
     size_t copy_bytes;
@@ -264,6 +270,10 @@ typedef struct ringx_xsched {
 void ringx_xsched_init(ringx_xsched_t *s, struct mca_coll_ringx_module_t *m, ringx_mem_t *mem,
                        ringx_coll_t coll, ringx_reduction_t red, size_t elem_size,
                        size_t total_bytes);
+
+/* Room for nsteps steps (the schedule holds RINGX_XSCHED_INLINE_STEPS
+ * itself), from the call's host scratch set; an error if out of memory. */
+int ringx_xsched_room(ringx_xsched_t *s, ringx_scratch_set_t *set, int nsteps);
 
 /* Appends a step that only sends, only receives, or both. */
 void ringx_xsched_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);

@@ -218,6 +218,50 @@ static inline int ringx_neighbor_send_pair(int rank, int p, int step)
     return step <= 1 ? rank / 2 : ringx_neighbor_recv_pair(rank, p, step - 1);
 }
 
+/* ------------------------------------------------------ binomial tree */
+
+/*
+ * A binomial tree over n members rooted at member 0, for the node leaders'
+ * gathers, reductions, broadcasts and scatters: ceil(log2 n) rounds
+ * instead of one member after another.  Fan-in round k (d = 2^k): member i
+ * with i mod 2d = d sends everything it holds to i - d and is done; member
+ * i with i mod 2d = 0 receives from i + d where that exists.  After round
+ * k member i (i mod 2d = 0 or 2^(k+1)) holds the data of members i ..
+ * i + span - 1 (ringx_tree_span).  Fan-out runs the rounds backwards, the
+ * sends reversed.  Every member takes every round.
+ */
+static inline int ringx_tree_rounds(int n)
+{
+    int k = 0;
+    while ((1 << k) < n) {
+        k++;
+    }
+    return k;
+}
+
+/* Member i's partner at fan-in round k, or -1; *sends: i sends to it (else
+ * receives from it).  At fan-out round k the same pair exchanges the other
+ * way. */
+static inline int ringx_tree_peer(int i, int n, int k, int *sends)
+{
+    int d = 1 << k;
+
+    *sends = i % (2 * d) == d;
+    if (*sends) {
+        return i - d;
+    }
+    return i % (2 * d) == 0 && i + d < n ? i + d : -1;
+}
+
+/* How many members' data member i holds before fan-in round k (members
+ * i .. i + span - 1; a sender sends them all), or receives from i + d
+ * (ringx_tree_span(i + d, n, k)). */
+static inline int ringx_tree_span(int i, int n, int k)
+{
+    int d = 1 << k;
+    return n - i < d ? n - i : d;
+}
+
 /* --------------------------------------------------------------- tags */
 
 /*

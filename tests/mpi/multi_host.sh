@@ -22,6 +22,9 @@
 #     blocking calls at 3 x 2 and 2 x 3 counted by the mailbox pvars;
 #   * the quick matrix under valgrind on 2 private hosts x 2 ranks: no
 #     error or leak record with a ringx frame;
+#   * 2 hosts x 37 ranks (more than the 72 steps a schedule holds itself):
+#     the benchmark up to 64 KiB validates every result, the hierarchical
+#     algorithms serving every call;
 #   * the benchmark across 2 hosts: it prints the node layout; across 3
 #     hosts with private memory and links shaped to 1 Gbit/s, three runs
 #     that must end with every result right, hierarchical calls counted;
@@ -66,15 +69,18 @@ cat "$work/upp.out"
     { echo "FAIL: could not make the test hosts"; cat "$work/ups.out"; exit 1; }
 cat "$work/ups.out"
 
-# slots per host: HOSTS_DIR SLOTS... -> a hostfile
+# slots per host: HOSTS_DIR SLOTS... -> the mpirun options with a hostfile
+# of those slots (one file per layout: the options stay valid after later
+# calls)
 hostfile() {
     d=$1
     shift
+    f="$d/hostfile.$(echo "$*" | tr ' ' '-')"
     for h in $(cat "$d/hostfile"); do
         echo "$h slots=$1"
         shift
-    done >"$d/hostfile.slots"
-    sed "s|--hostfile [^ ]*|--hostfile $d/hostfile.slots|" "$d/mpirun_args"
+    done >"$f"
+    sed "s|--hostfile [^ ]*|--hostfile $f|" "$d/mpirun_args"
 }
 
 run() { # NAME NP HOSTS_ARGS EXTRA_MPIRUN_ARGS PROGRAM ARGS...
@@ -180,6 +186,19 @@ np=3 hosts_args=$(hostfile "$work/h3" 1 1 1)
 forced_run hier-3x1 hierarchical hierarchical hierarchical --quick
 
 bench=${RINGX_BENCH:-$bindir/../../bench/ringx_bench}
+
+# More ranks than a schedule holds steps itself (72): 2 hosts x 37 ranks,
+# the benchmark up to 64 KiB, every result validated and every call of the
+# three collectives served by the hierarchical algorithms (rings of up to
+# p - 1 = 73 steps; through the leaders' trees up to 8 or 16 KiB).
+run many 74 "$(hostfile "$work/h2" 37 37)" "" "$bench" --max-bytes 64K --rounds 1 --time 0.005
+expect many "^# ringx vs stock .*np=74 (2 nodes, 37 ranks per node)" "no layout of 2 x 37 ranks"
+expect many "^# all results validated" "wrong results at 2 hosts x 37 ranks"
+for coll in allreduce allgather reduce_scatter_block; do
+    grep "^#   $coll " "$work/many.out" | grep -q " ring=0 .*hierarchical=[1-9]" ||
+        { echo "FAIL: many: $coll not served by the hierarchical algorithms at 2 x 37"; fail=1; }
+done
+checked="$checked many"
 run bench 4 "$two" "" "$bench" --max-bytes 4K --time 0.01 --rounds 2
 expect bench "^# ringx vs stock Open MPI collectives: np=4 (2 nodes, 2 ranks per node)" \
     "the benchmark does not print the node layout"

@@ -590,6 +590,41 @@ START_TEST(layout_even_nodes_and_their_hash)
 }
 END_TEST
 
+/* Simulates the fan-in: every member's data reaches member 0 exactly once,
+ * each round a member talks to one partner at most, the spans add up, and
+ * nobody sends twice or receives after it sent. */
+START_TEST(tree_fan_in_reaches_the_root_once)
+{
+    for (int n = 1; n <= 70; n++) {
+        int held[70], done[70] = { 0 };
+
+        for (int i = 0; i < n; i++) {
+            held[i] = 1;
+        }
+        ck_assert_int_eq(1 << ringx_tree_rounds(n) >= n, 1);
+        ck_assert(n == 1 || 1 << (ringx_tree_rounds(n) - 1) < n);
+        for (int k = 0; k < ringx_tree_rounds(n); k++) {
+            for (int i = 0; i < n; i++) {
+                int sends, peer = ringx_tree_peer(i, n, k, &sends), back;
+                if (peer < 0 || !sends) {
+                    continue;
+                }
+                ck_assert(!done[i] && !done[peer]);
+                ck_assert_int_eq(ringx_tree_peer(peer, n, k, &back), i);
+                ck_assert(!back);
+                ck_assert_int_eq(held[i], ringx_tree_span(i, n, k));
+                held[peer] += held[i];
+                done[i] = 1;
+            }
+        }
+        ck_assert_int_eq(held[0], n);
+        for (int i = 1; i < n; i++) {
+            ck_assert(done[i]);
+        }
+    }
+}
+END_TEST
+
 START_TEST(decision_hierarchical_needs_even_nodes)
 {
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
@@ -665,6 +700,7 @@ static Suite *schedule_suite(void)
     tcase_add_test(decision, decision_hierarchical_needs_even_nodes);
     tcase_add_test(blocks, layout_numbers_nodes_by_their_first_rank);
     tcase_add_test(blocks, layout_even_nodes_and_their_hash);
+    tcase_add_test(blocks, tree_fan_in_reaches_the_root_once);
     suite_add_tcase(s, blocks);
     suite_add_tcase(s, ring);
     suite_add_tcase(s, tags);
