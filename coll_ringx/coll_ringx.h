@@ -48,6 +48,7 @@ typedef struct mca_coll_ringx_component_t {
     bool stage_host_buffers;              /* testing: stage host buffers too */
     int test_outbox_delay_us;             /* testing: sleep before reading outboxes */
     size_t mailbox_bytes;                 /* largest message through a mailbox; 0: none */
+    int leaders_flat_ranks;               /* node leaders: flat fan-in up to this many ranks */
     size_t direct_buffer_bytes;           /* direct reads of peers' buffers from here; 0: never */
     bool single_copy;                     /* direct reads through UCX's cma transport */
     char *fill;                           /* components that fill empty slots */

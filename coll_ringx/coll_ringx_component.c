@@ -23,6 +23,14 @@
  * transfers and the receiver's copies in of a few segments in flight. */
 #define RINGX_DEFAULT_BOUNCE_BUFFERS 4
 #define RINGX_DEFAULT_MAILBOX_BYTES 4096
+/* Flat is faster where few ranks share a node: the leader finds the
+ * others' messages in its mailboxes at once, where a tree makes some ranks
+ * wait for their subtree and pass it on (2 test hosts x 4 ranks on the
+ * 2-core development machine, 6 interleaved runs of ringx_bench -b 64 -e
+ * 4K each: the binomial tree took 1.02-1.32x the flat one's time, medians
+ * per size).  Beyond 8, the L - 1 steps each way outgrow the mailboxes'
+ * 16 steps, and a leader takes its node's messages one after another. */
+#define RINGX_DEFAULT_LEADERS_FLAT_RANKS 8
 /* Measured with ringx_bench --load on the development machine (2 cores):
  * see README, "One node under load". */
 #define RINGX_DEFAULT_DIRECT_BUFFER_BYTES (256 * 1024)
@@ -58,6 +66,7 @@ mca_coll_ringx_component_t mca_coll_ringx_component = {
     .yield = -1,
     .gpu_bounce_buffers = RINGX_DEFAULT_BOUNCE_BUFFERS,
     .mailbox_bytes = RINGX_DEFAULT_MAILBOX_BYTES,
+    .leaders_flat_ranks = RINGX_DEFAULT_LEADERS_FLAT_RANKS,
     .direct_buffer_bytes = RINGX_DEFAULT_DIRECT_BUFFER_BYTES,
     .single_copy = true,
     .output = -1,
@@ -194,6 +203,13 @@ static int ringx_register(void)
                  "the transfer of the next",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
                  &c->segment_size);
+    register_var("leaders_flat_ranks",
+                 "Ranks per node (the same on every rank) up to which the hierarchical "
+                 "algorithms' node leaders take their node's data for small calls straight "
+                 "from every rank and hand the result to every rank; with more ranks per "
+                 "node, along a binomial tree",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                 &c->leaders_flat_ranks);
     register_var("pipeline_depth",
                  "Receives kept in flight per ring walk or exchange step (each holds one "
                  "segment; 1 to 16)",
@@ -232,17 +248,16 @@ static int ringx_register(void)
                  &c->test_outbox_delay_us);
     register_var("mailbox_bytes",
                  "Largest message (bytes, at most 65536) that a rank writes straight into the "
-                 "memory of a peer on the same node instead of sending it through UCX's "
-                 "message queues; 0: never. Used by the exchange steps of the log(p) "
-                 "algorithms on communicators whose ranks share a node. Each process "
-                 "reserves 64 communicators x 32 slots of this size in shared memory; the 16 "
-                 "slots of a call are also the outbox through which direct reads (algorithm "
-                 "direct_read) pass a piece of each rank's data at a time; nonblocking and "
-                 "persistent calls whose input (a rank's block in allgather) is up to 65536 "
-                 "bytes go through 4 posted outboxes of that size per communicator. 0 also "
-                 "turns the posted outboxes off and makes "
-                 "direct reads read the peers' buffers themselves at every size (allreduce "
-                 "only with single copies; it declines otherwise)",
+                 "memory of a peer on its node instead of sending it through UCX's message "
+                 "queues; 0: never. Used by the exchange steps of blocking calls between "
+                 "ranks of one node, also inside communicators that span nodes. Per "
+                 "communicator (64 at most) each process reserves in shared memory 32 slots "
+                 "of this size, two outboxes as large as 16 slots through which blocking "
+                 "direct reads (algorithm direct_read) pass a piece of each rank's data at a "
+                 "time, and 4 outboxes of 256 KiB (or this size, if larger) for nonblocking "
+                 "and persistent ones. 0 also turns the outboxes off and makes direct reads "
+                 "read the peers' buffers themselves at every size (allreduce only with "
+                 "single copies; it declines otherwise)",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
                  &c->mailbox_bytes);
     direct_buffer_bytes_var = register_var(

@@ -26,10 +26,11 @@
  * Small calls (the whole buffer up to RINGX_HIER_LEADERS_REDUCE_BYTES or
  * RINGX_HIER_LEADERS_CHUNK_BYTES) go through each node's first rank
  * instead, its leader, as coll/han's do: the leader gathers (allgather) or
- * reduces (the others) its node's data along a binomial tree, the leaders
+ * reduces (the others) its node's data along a tree (flat: every rank to
+ * the leader, up to 8 ranks per node; binomial beyond), the leaders
  * exchange among themselves (recursive doubling for allreduce, rings of
  * node chunks for the others), and each leader hands the result out in
- * its node along the tree again: 2 ceil(log2 L) steps inside the node.  Those calls wait on latency, not on the link, and the
+ * its node along the tree again.  Those calls wait on latency, not on the link, and the
  * rings would cross between nodes from every rank of a node at each of
  * their steps.  Allgather and reduce_scatter_block take this way only
  * where every node's ranks are consecutive (the chunks a leader passes on
@@ -117,13 +118,25 @@ static int through_leaders(const ringx_call_t *c, size_t total_bytes, int chunks
     return 1;
 }
 
+/* The radix of the node's tree (ringx_schedule.h): flat, every rank to the
+ * leader, up to coll_ringx_leaders_flat_ranks ranks per node, binomial
+ * beyond. */
+static int node_radix(const ringx_nodes_t *n)
+{
+    return n->node_ranks <= mca_coll_ringx_component.leaders_flat_ranks ? n->node_ranks : 2;
+}
+
+static int node_tree_steps(const ringx_nodes_t *n)
+{
+    return ringx_tree_steps(n->node_ranks, node_radix(n));
+}
+
 /* The steps of a call through the leaders: into the leader and out again
- * by binomial trees (ringx_schedule.h), and across the nodes (chunks: a
- * ring of the node chunks, else recursive doubling). */
+ * along the node's tree, and across the nodes (chunks: a ring of the node
+ * chunks, else recursive doubling). */
 static int leaders_steps(const ringx_nodes_t *n, int chunks)
 {
-    return 2 * ringx_tree_rounds(n->node_ranks) +
-           (chunks ? n->nnodes - 1 : ringx_doubling_steps(n->nnodes));
+    return 2 * node_tree_steps(n) + (chunks ? n->nnodes - 1 : ringx_doubling_steps(n->nnodes));
 }
 
 static int is_leader(const ringx_nodes_t *n)
@@ -131,11 +144,18 @@ static int is_leader(const ringx_nodes_t *n)
     return n->local == 0;
 }
 
-/* This rank's partner in its node's tree at round k (a rank, or -1). */
-static int tree_partner(const ringx_nodes_t *n, int k, int *sends)
+/* This rank's partner in its node's tree at fan-in step k (a rank, or
+ * -1), and where: place (in the node). */
+static int tree_partner(const ringx_nodes_t *n, int k, int *sends, int *place)
 {
-    int peer = ringx_tree_peer(n->local, n->node_ranks, k, sends);
-    return peer < 0 ? -1 : rank_at(n, n->node, peer);
+    *place = ringx_tree_peer(n->local, n->node_ranks, node_radix(n), k, sends);
+    return *place < 0 ? -1 : rank_at(n, n->node, *place);
+}
+
+/* How many places' blocks the one at place holds at fan-in step k. */
+static int tree_span(const ringx_nodes_t *n, int place, int k)
+{
+    return ringx_tree_span(place, n->node_ranks, node_radix(n), k);
 }
 
 /* The node's inputs of bytes reduced into the leader's acc: each rank
@@ -146,8 +166,8 @@ static void reduce_in(ringx_xsched_t *s, const ringx_nodes_t *n, const char *inp
 {
     int held = 0;   /* acc holds a reduction */
 
-    for (int k = 0; k < ringx_tree_rounds(n->node_ranks); k++) {
-        int sends, peer = tree_partner(n, k, &sends);
+    for (int k = 0; k < node_tree_steps(n); k++) {
+        int sends, place, peer = tree_partner(n, k, &sends, &place);
         if (peer < 0) {
             ringx_xsched_skip(s);
         } else if (sends) {
@@ -165,25 +185,24 @@ static void reduce_in(ringx_xsched_t *s, const ringx_nodes_t *n, const char *inp
 static void gather_in(ringx_xsched_t *s, const ringx_nodes_t *n, const char *input, char *base,
                       size_t bb)
 {
-    int L = n->node_ranks, j = n->local;
+    int j = n->local;
 
     if (input != base + (size_t)j * bb) {
         /* while step 0's sends travel; a rank that sends at step 0 sends
          * its own block alone, from the input */
         ringx_xsched_local_copy(s, base + (size_t)j * bb, input, bb);
     }
-    for (int k = 0; k < ringx_tree_rounds(L); k++) {
-        int sends, peer = tree_partner(n, k, &sends);
+    for (int k = 0; k < node_tree_steps(n); k++) {
+        int sends, place, peer = tree_partner(n, k, &sends, &place);
         if (peer < 0) {
             ringx_xsched_skip(s);
         } else if (sends) {
-            int span = ringx_tree_span(j, L, k);
+            int span = tree_span(n, j, k);
             ringx_xsched_send(s, peer, span == 1 ? input : base + (size_t)j * bb,
                               (size_t)span * bb);
         } else {
-            int from = j + (1 << k);
-            ringx_xsched_recv(s, peer, base + (size_t)from * bb,
-                              (size_t)ringx_tree_span(from, L, k) * bb);
+            ringx_xsched_recv(s, peer, base + (size_t)place * bb,
+                              (size_t)tree_span(n, place, k) * bb);
         }
     }
 }
@@ -191,8 +210,8 @@ static void gather_in(ringx_xsched_t *s, const ringx_nodes_t *n, const char *inp
 /* The leader's buf of bytes handed to every rank of the node. */
 static void bcast_out(ringx_xsched_t *s, const ringx_nodes_t *n, char *buf, size_t bytes)
 {
-    for (int k = ringx_tree_rounds(n->node_ranks) - 1; k >= 0; k--) {
-        int sends, peer = tree_partner(n, k, &sends);
+    for (int k = node_tree_steps(n) - 1; k >= 0; k--) {
+        int sends, place, peer = tree_partner(n, k, &sends, &place);
         if (peer < 0) {
             ringx_xsched_skip(s);
         } else if (sends) {
@@ -207,18 +226,17 @@ static void bcast_out(ringx_xsched_t *s, const ringx_nodes_t *n, char *buf, size
  * each rank ends with its block at base + local x bb. */
 static void scatter_out(ringx_xsched_t *s, const ringx_nodes_t *n, char *base, size_t bb)
 {
-    int L = n->node_ranks, j = n->local;
+    int j = n->local;
 
-    for (int k = ringx_tree_rounds(L) - 1; k >= 0; k--) {
-        int sends, peer = tree_partner(n, k, &sends);
+    for (int k = node_tree_steps(n) - 1; k >= 0; k--) {
+        int sends, place, peer = tree_partner(n, k, &sends, &place);
         if (peer < 0) {
             ringx_xsched_skip(s);
         } else if (sends) {
-            ringx_xsched_recv(s, peer, base + (size_t)j * bb, (size_t)ringx_tree_span(j, L, k) * bb);
+            ringx_xsched_recv(s, peer, base + (size_t)j * bb, (size_t)tree_span(n, j, k) * bb);
         } else {
-            int to = j + (1 << k);
-            ringx_xsched_send(s, peer, base + (size_t)to * bb,
-                              (size_t)ringx_tree_span(to, L, k) * bb);
+            ringx_xsched_send(s, peer, base + (size_t)place * bb,
+                              (size_t)tree_span(n, place, k) * bb);
         }
     }
 }

@@ -218,47 +218,72 @@ static inline int ringx_neighbor_send_pair(int rank, int p, int step)
     return step <= 1 ? rank / 2 : ringx_neighbor_recv_pair(rank, p, step - 1);
 }
 
-/* ------------------------------------------------------ binomial tree */
+/* ------------------------------------------------------ k-nomial tree */
 
 /*
- * A binomial tree over n members rooted at member 0, for the node leaders'
- * gathers, reductions, broadcasts and scatters: ceil(log2 n) rounds
- * instead of one member after another.  Fan-in round k (d = 2^k): member i
- * with i mod 2d = d sends everything it holds to i - d and is done; member
- * i with i mod 2d = 0 receives from i + d where that exists.  After round
- * k member i (i mod 2d = 0 or 2^(k+1)) holds the data of members i ..
- * i + span - 1 (ringx_tree_span).  Fan-out runs the rounds backwards, the
- * sends reversed.  Every member takes every round.
+ * A k-nomial tree over n members rooted at member 0, for the node leaders'
+ * gathers, reductions, broadcasts and scatters.  Radix k >= n is the flat
+ * fan-in (every member sends to member 0, one step each: n - 1 steps);
+ * radix 2 the binomial tree (ceil(log2 n) steps).  In general there are
+ * ceil(log_k n) rounds of k - 1 steps, one partner per member and step:
+ * at fan-in step s of round r = s / (k - 1), with d = k^r and
+ * j = s mod (k - 1) + 1, member i with i mod kd = jd sends everything it
+ * holds to i - jd, and member i with i mod kd = 0 receives from i + jd
+ * where that exists.  Before round r member i (i mod d = 0) holds the
+ * data of members i .. i + span - 1 (ringx_tree_span).  Fan-out takes the
+ * steps backwards, each pair exchanging the other way.  Every member takes
+ * every step.
  */
-static inline int ringx_tree_rounds(int n)
+static inline int ringx_tree_radix(int n, int k)
 {
-    int k = 0;
-    while ((1 << k) < n) {
-        k++;
-    }
-    return k;
+    return k < n ? k : n < 2 ? 2 : n;
 }
 
-/* Member i's partner at fan-in round k, or -1; *sends: i sends to it (else
- * receives from it).  At fan-out round k the same pair exchanges the other
+static inline int ringx_tree_steps(int n, int k)
+{
+    int rounds = 0;
+
+    k = ringx_tree_radix(n, k);
+    for (long long d = 1; d < n; d *= k) {
+        rounds++;
+    }
+    return rounds * (k - 1);
+}
+
+/* d = k^r of fan-in step s. */
+static inline int ringx_tree_distance(int n, int k, int s)
+{
+    int d = 1;
+
+    k = ringx_tree_radix(n, k);
+    for (int r = s / (k - 1); r > 0; r--) {
+        d *= k;
+    }
+    return d;
+}
+
+/* Member i's partner at fan-in step s, or -1; *sends: i sends to it (else
+ * receives from it).  At fan-out step s the same pair exchanges the other
  * way. */
-static inline int ringx_tree_peer(int i, int n, int k, int *sends)
+static inline int ringx_tree_peer(int i, int n, int k, int s, int *sends)
 {
-    int d = 1 << k;
+    int d = ringx_tree_distance(n, k, s);
+    int jd = (s % (ringx_tree_radix(n, k) - 1) + 1) * d;
+    int kd = ringx_tree_radix(n, k) * d;
 
-    *sends = i % (2 * d) == d;
+    *sends = i % kd == jd;
     if (*sends) {
-        return i - d;
+        return i - jd;
     }
-    return i % (2 * d) == 0 && i + d < n ? i + d : -1;
+    return i % kd == 0 && i + jd < n ? i + jd : -1;
 }
 
-/* How many members' data member i holds before fan-in round k (members
- * i .. i + span - 1; a sender sends them all), or receives from i + d
- * (ringx_tree_span(i + d, n, k)). */
-static inline int ringx_tree_span(int i, int n, int k)
+/* How many members' data member i holds when it sends at fan-in step s
+ * (members i .. i + span - 1), or what it receives from partner p at s
+ * (ringx_tree_span(p, n, k, s)). */
+static inline int ringx_tree_span(int i, int n, int k, int s)
 {
-    int d = 1 << k;
+    int d = ringx_tree_distance(n, k, s);
     return n - i < d ? n - i : d;
 }
 

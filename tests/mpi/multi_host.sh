@@ -15,8 +15,9 @@
 #   * with coll/han below ringx (its fallback) and above it: correct; below,
 #     calls han hands back to ringx counted (coll_ringx_<coll>_handed_back);
 #   * every algorithm forced once at 2 hosts x 2 ranks, and the
-#     hierarchical ones at 3 x 2, 2 x 3 (nonblocking), 2 x 2 (persistent,
-#     staged), 2 x 1 and 3 x 1 (where the ring serves instead): correct,
+#     hierarchical ones at 3 x 2, 2 x 3 (nonblocking), 2 x 4 (the leaders'
+#     binomial trees), 2 x 2 (persistent, staged), 2 x 1 and 3 x 1 (where
+#     the ring serves instead): correct,
 #     the pvars proving which algorithm served every call, and the
 #     layout counted (comms_hierarchical, comms_uneven), and the small
 #     blocking calls at 3 x 2 and 2 x 3 counted by the mailbox pvars;
@@ -175,6 +176,12 @@ forced_run hier-3x2 hierarchical hierarchical hierarchical --expect-node-mailbox
 np=6 hosts_args=$(hostfile "$work/h2" 3 3)
 forced_run hier-2x3-nb hierarchical hierarchical hierarchical --nonblocking \
     --expect-node-mailbox 4096
+# the leaders' binomial trees (beyond coll_ringx_leaders_flat_ranks ranks
+# per node; 2 x 37 below), here at 4 ranks per node
+np=8 hosts_args=$(hostfile "$work/h2" 4 4)
+extra="--mca coll_ringx_leaders_flat_ranks 1"
+forced_run hier-2x4-binomial hierarchical hierarchical hierarchical --quick --expect-node-mailbox 4096
+extra=""
 np=4 hosts_args=$two
 forced_run hier-2x2-persistent hierarchical hierarchical hierarchical --persistent --quick
 extra="--mca coll_ringx_stage_host_buffers 1"

@@ -590,36 +590,40 @@ START_TEST(layout_even_nodes_and_their_hash)
 }
 END_TEST
 
-/* Simulates the fan-in: every member's data reaches member 0 exactly once,
- * each round a member talks to one partner at most, the spans add up, and
- * nobody sends twice or receives after it sent. */
+/* Simulates the fan-in for radixes 2..9: every member's data reaches
+ * member 0 exactly once, each step a member talks to one partner at most
+ * (who agrees), a sender sends all it holds, and nobody sends twice or
+ * receives after it sent; radix >= n is the flat fan-in of n - 1 steps. */
 START_TEST(tree_fan_in_reaches_the_root_once)
 {
-    for (int n = 1; n <= 70; n++) {
-        int held[70], done[70] = { 0 };
+    for (int k = 2; k <= 9; k++) {
+        for (int n = 1; n <= 70; n++) {
+            int held[70], done[70] = { 0 }, steps = ringx_tree_steps(n, k);
 
-        for (int i = 0; i < n; i++) {
-            held[i] = 1;
-        }
-        ck_assert_int_eq(1 << ringx_tree_rounds(n) >= n, 1);
-        ck_assert(n == 1 || 1 << (ringx_tree_rounds(n) - 1) < n);
-        for (int k = 0; k < ringx_tree_rounds(n); k++) {
             for (int i = 0; i < n; i++) {
-                int sends, peer = ringx_tree_peer(i, n, k, &sends), back;
-                if (peer < 0 || !sends) {
-                    continue;
-                }
-                ck_assert(!done[i] && !done[peer]);
-                ck_assert_int_eq(ringx_tree_peer(peer, n, k, &back), i);
-                ck_assert(!back);
-                ck_assert_int_eq(held[i], ringx_tree_span(i, n, k));
-                held[peer] += held[i];
-                done[i] = 1;
+                held[i] = 1;
             }
-        }
-        ck_assert_int_eq(held[0], n);
-        for (int i = 1; i < n; i++) {
-            ck_assert(done[i]);
+            if (k >= n) {
+                ck_assert_int_eq(steps, n > 1 ? n - 1 : 0);
+            }
+            for (int st = 0; st < steps; st++) {
+                for (int i = 0; i < n; i++) {
+                    int sends, peer = ringx_tree_peer(i, n, k, st, &sends), back;
+                    if (peer < 0 || !sends) {
+                        continue;
+                    }
+                    ck_assert(!done[i] && !done[peer]);
+                    ck_assert_int_eq(ringx_tree_peer(peer, n, k, st, &back), i);
+                    ck_assert(!back);
+                    ck_assert_int_eq(held[i], ringx_tree_span(i, n, k, st));
+                    held[peer] += held[i];
+                    done[i] = 1;
+                }
+            }
+            ck_assert_int_eq(held[0], n);
+            for (int i = 1; i < n; i++) {
+                ck_assert(done[i]);
+            }
         }
     }
 }
