@@ -142,16 +142,17 @@ void ringx_xsched_init(ringx_xsched_t *s, mca_coll_ringx_module_t *m, ringx_mem_
 
 int ringx_xsched_room(ringx_xsched_t *s, ringx_scratch_set_t *set, int nsteps)
 {
-    if (nsteps <= s->cap_steps) {
-        return OMPI_SUCCESS;
-    }
-    ringx_xstep_t *room = ringx_scratch_get(&set->steps, (size_t)nsteps * sizeof(*room));
+    ringx_xstep_t *room =
+        nsteps <= s->cap_steps ? s->steps
+                               : ringx_scratch_get(&set->steps, (size_t)nsteps * sizeof(*room));
 
     if (room == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    s->steps = room;
-    s->cap_steps = nsteps;
+    if (room != s->steps) {
+        s->steps = room;
+        s->cap_steps = nsteps;
+    }
     return OMPI_SUCCESS;
 }
 

@@ -30,9 +30,9 @@
  * the leader, up to 8 ranks per node; binomial beyond), the leaders
  * exchange among themselves (recursive doubling for allreduce, rings of
  * node chunks for the others), and each leader hands the result out in
- * its node along the tree again.  Those calls wait on latency, not on the link, and the
- * rings would cross between nodes from every rank of a node at each of
- * their steps.  Allgather and reduce_scatter_block take this way only
+ * its node along the tree again.  Those calls wait on latency, not on the
+ * link, and the rings would cross between nodes from every rank of a node
+ * at each of their steps.  Allgather and reduce_scatter_block take this way only
  * where every node's ranks are consecutive (the chunks a leader passes on
  * are then contiguous), as Open MPI places them by default.
  *
@@ -367,7 +367,6 @@ int ringx_hier_build_allreduce(ringx_call_t *c, ringx_alg_t alg)
 {
     ringx_xsched_t *s = &c->sched.u.xs;
     const ringx_nodes_t *n = &c->m->nodes;
-
     int leaders = through_leaders(c, c->count * c->elem_size, 0);
     int rc = start_steps(c, c->count * c->elem_size, c->red,
                          leaders ? leaders_steps(n, 0)
