@@ -184,7 +184,6 @@ typedef struct ringx_mailbox {
     char **remote;              /* by rank: its region, mapped here; NULL: this rank, or a rank
                                  * on another node (a communicator across nodes has mailboxes
                                  * among the ranks of each node, and no direct reads) */
-    int one_node;               /* every rank's region mapped here: direct reads, outboxes */
     unsigned char *stamped;     /* by rank: its region seen with stamp */
     uint64_t stamp;             /* this communicator's, on its region (coll_ringx_mailbox.c) */
     size_t bytes;               /* data bytes per slot */
@@ -206,6 +205,7 @@ typedef struct ringx_nodes {
     int node, local;            /* this rank's node and its place there */
     int *rank_at;               /* [node * node_ranks + local]: the rank there */
     int *leaders;               /* [node]: its first rank (rank_at[node * node_ranks]) */
+    int consecutive;            /* every node's ranks consecutive (rank_at[r] == r) */
 } ringx_nodes_t;
 
 /* The most ranks laid out for the hierarchical algorithms: their rings
@@ -768,11 +768,17 @@ void ringx_outbox_done(mca_coll_ringx_module_t *m, int posted, uint64_t n);
  * (coll_ringx_direct.c); the mailbox slots follow. */
 #define RINGX_DIRECT_RECORD_BYTES 384
 
+/* Whether all ranks of m share one node (as the connection agreed). */
+static inline int ringx_one_node(const mca_coll_ringx_module_t *m)
+{
+    return m->node_ranks_min == m->size;
+}
+
 /* Whether the ranks of m can read each other's buffers directly: they all
  * mapped each other's windows (one node). */
 static inline int ringx_direct_possible(const mca_coll_ringx_module_t *m)
 {
-    return m->mailbox.local != NULL && m->mailbox.one_node;
+    return m->mailbox.local != NULL && ringx_one_node(m);
 }
 
 /* Whether this rank can read every peer of m with single copies (UCX's

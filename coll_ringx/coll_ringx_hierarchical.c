@@ -105,17 +105,10 @@ static int start_steps(ringx_call_t *c, size_t total_bytes, ringx_reduction_t re
  * ranks consecutive. */
 static int through_leaders(const ringx_call_t *c, size_t total_bytes, int chunks)
 {
-    const ringx_nodes_t *n = &c->m->nodes;
-
-    if (total_bytes > (chunks ? RINGX_HIER_LEADERS_CHUNK_BYTES : RINGX_HIER_LEADERS_REDUCE_BYTES)) {
-        return 0;
+    if (chunks) {
+        return c->m->nodes.consecutive && total_bytes <= RINGX_HIER_LEADERS_CHUNK_BYTES;
     }
-    for (int r = 0; chunks && r < c->m->size; r++) {
-        if (n->rank_at[r] != r) {
-            return 0;
-        }
-    }
-    return 1;
+    return total_bytes <= RINGX_HIER_LEADERS_REDUCE_BYTES;
 }
 
 /* The radix of the node's tree (ringx_schedule.h): flat, every rank to the

@@ -115,9 +115,16 @@ static size_t mailboxes_end(size_t bytes)
     return RINGX_DIRECT_RECORD_BYTES + 2 * RINGX_MAILBOX_STEPS * slot_stride(bytes);
 }
 
+/* After the two blocking outboxes: a cache line of acknowledgements, then
+ * the posted outboxes. */
+static size_t posted_acks_at(size_t bytes)
+{
+    return mailboxes_end(bytes) + 2 * outbox_stride(blocking_bytes(bytes));
+}
+
 static size_t region_bytes(size_t bytes)
 {
-    return bytes ? mailboxes_end(bytes) + 2 * outbox_stride(blocking_bytes(bytes)) + CACHE_LINE +
+    return bytes ? posted_acks_at(bytes) + CACHE_LINE +
                        RINGX_POSTED_SLOTS * outbox_stride(posted_bytes(bytes))
                  : RINGX_DIRECT_RECORD_BYTES;
 }
@@ -127,21 +134,28 @@ _Static_assert(RINGX_OUTBOX_PARTS * FLAG_BYTES <= OUTBOX_DATA_OFFSET,
 _Static_assert(RINGX_POSTED_SLOTS * sizeof(uint64_t) <= CACHE_LINE,
                "a posted outbox's acknowledgement per slot on one cache line");
 
-static uint64_t *blocking_outbox(size_t bytes, char *region, uint64_t n)
-{
-    return (uint64_t *)(region + mailboxes_end(bytes) +
-                        (n & 1) * outbox_stride(blocking_bytes(bytes)));
-}
-
 static uint64_t *posted_acks(size_t bytes, char *region)
 {
-    return (uint64_t *)(region + mailboxes_end(bytes) + 2 * outbox_stride(blocking_bytes(bytes)));
+    return (uint64_t *)(region + posted_acks_at(bytes));
 }
 
-static uint64_t *posted_slot(size_t bytes, char *region, uint64_t n)
+/* Where a region's outboxes of a kind start (posted: after the
+ * acknowledgements) and how far apart they are: laid out once, at
+ * connect, into the mailbox (outbox_in reads it in every turn of a wait). */
+static void lay_out_outboxes(ringx_mailbox_t *mb, size_t bytes)
 {
-    return (uint64_t *)((char *)posted_acks(bytes, region) + CACHE_LINE +
-                        (n % RINGX_POSTED_SLOTS) * outbox_stride(posted_bytes(bytes)));
+    mb->outbox_at[0] = mailboxes_end(bytes);
+    mb->outbox_stride[0] = outbox_stride(blocking_bytes(bytes));
+    mb->outbox_at[1] = posted_acks_at(bytes) + CACHE_LINE;
+    mb->outbox_stride[1] = outbox_stride(posted_bytes(bytes));
+}
+
+/* The outbox of call n (its flags, one per part, then its data) in a
+ * region: two blocking ones, RINGX_POSTED_SLOTS posted ones. */
+static char *outbox_in(const ringx_mailbox_t *mb, char *region, int posted, uint64_t n)
+{
+    uint64_t slot = posted ? n % RINGX_POSTED_SLOTS : n & 1;
+    return region + mb->outbox_at[posted] + slot * mb->outbox_stride[posted];
 }
 
 size_t ringx_mailbox_window_bytes(void)
@@ -312,22 +326,22 @@ static void wait_stamped(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int rank,
  * flags), not the data, which a reader takes only after its flag: a
  * communicator used once stores 2.8 KiB here, not its whole region (1.3
  * MiB with the default coll_ringx_mailbox_bytes). */
-static void clear_and_stamp(char *region, size_t bytes, uint64_t stamp)
+static void clear_and_stamp(const ringx_mailbox_t *mb, char *region, uint64_t stamp)
 {
-    size_t stride = slot_stride(bytes);
+    size_t bytes = mb->bytes, stride = slot_stride(bytes);
 
     memset(region, 0, RINGX_DIRECT_RECORD_BYTES);
     for (size_t i = 0; bytes > 0 && i < 2 * RINGX_MAILBOX_STEPS; i++) {
         memset(region + RINGX_DIRECT_RECORD_BYTES + i * stride, 0, CACHE_LINE);
     }
     for (uint64_t n = 0; bytes > 0 && n < 2; n++) {
-        memset(blocking_outbox(bytes, region, n), 0, CACHE_LINE);
+        memset(outbox_in(mb, region, 0, n), 0, CACHE_LINE);
     }
     if (bytes > 0) {
         memset(posted_acks(bytes, region), 0, CACHE_LINE);
     }
     for (uint64_t n = 0; bytes > 0 && n < RINGX_POSTED_SLOTS; n++) {
-        memset(posted_slot(bytes, region, n), 0, CACHE_LINE);
+        memset(outbox_in(mb, region, 1, n), 0, CACHE_LINE);
     }
     __atomic_store_n(stamp_of(region), stamp, __ATOMIC_RELEASE);
 }
@@ -460,7 +474,7 @@ static void note_layout(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
 {
     m->node_ranks_min = global[RINGX_MB_NODE_MIN];
     m->node_ranks_max = -global[RINGX_MB_NODE_MAX_NEG];
-    if (m->node_ranks_min == m->size) {
+    if (ringx_one_node(m)) {
         ringx_count(&mca_coll_ringx_counters.comms_one_node, 1);
         RINGX_LOG(2, "%s: %d ranks on one node", comm->c_name, m->size);
         return;
@@ -502,27 +516,20 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
         mb->remote[r] = region_peer(m, r) ? region_of(windows[r], m->comm_id, bytes) : NULL;
     }
     mb->bytes = bytes;
-    mb->one_node = m->node_ranks_min == m->size;
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
-        mb->buffers_from[coll] = mb->one_node && global[RINGX_MB_SINGLE_COPY]
+        mb->buffers_from[coll] = ringx_one_node(m) && global[RINGX_MB_SINGLE_COPY]
                                      ? (size_t)global[RINGX_MB_DIRECT + coll]
                                      : 0;
     }
-    mb->single_copy = mb->one_node && ringx_direct_single_copy(m);
+    mb->single_copy = ringx_one_node(m) && ringx_direct_single_copy(m);
     mb->stride = slot_stride(bytes);
     mb->local = region_of(window, m->comm_id, bytes);
-    for (int posted = 0; posted < 2; posted++) {
-        char *first = (char *)(posted ? posted_slot(bytes, mb->local, 0)
-                                      : blocking_outbox(bytes, mb->local, 0));
-        mb->outbox_at[posted] = (size_t)(first - mb->local);
-        mb->outbox_stride[posted] = outbox_stride(posted ? posted_bytes(bytes)
-                                                         : blocking_bytes(bytes));
-    }
+    lay_out_outboxes(mb, bytes);
     mb->stamp = stamp_for(m, comm);
     mb->stamped[m->rank] = 1;
     wait_readers_gone(m->comm_id);
-    clear_and_stamp(mb->local, bytes, mb->stamp);
-    if (mb->one_node) {
+    clear_and_stamp(mb, mb->local, mb->stamp);
+    if (ringx_one_node(m)) {
         RINGX_LOG(2, "%s: direct reads (%s; out of the peers' buffers from %zu / %zu / %zu "
                      "bytes for allreduce / allgather / reduce_scatter_block, 0: never); "
                      "messages up to %zu bytes go through mailboxes",
@@ -598,14 +605,10 @@ static char *region_at(const mca_coll_ringx_module_t *m, int rank)
     return rank == m->rank ? m->mailbox.local : m->mailbox.remote[rank];
 }
 
-/* The flags of rank's outbox for call n: one per part. */
-/* (Laid out once, at connect: a peer's flag is read in every turn of a
- * wait.) */
+/* Rank's outbox for call n. */
 static char *outbox_at(const mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n)
 {
-    const ringx_mailbox_t *mb = &m->mailbox;
-    uint64_t slot = posted ? n % RINGX_POSTED_SLOTS : n & 1;
-    return region_at(m, rank) + mb->outbox_at[posted] + slot * mb->outbox_stride[posted];
+    return outbox_in(&m->mailbox, region_at(m, rank), posted, n);
 }
 
 static uint64_t *outbox_flag(const mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n,

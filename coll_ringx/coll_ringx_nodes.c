@@ -42,8 +42,8 @@ static void node_keys(struct ompi_communicator_t *comm, int p, int *key, const c
     }
 }
 
-/* The ranks at each (node, local) place of an even layout, and each
- * node's leader (one array). */
+/* The ranks at each (node, local) place of an even layout, each node's
+ * leader (one array), and whether each node's ranks are consecutive. */
 static int place_ranks(ringx_nodes_t *n, int p, const int *node_of, const int *local_of)
 {
     n->rank_at = malloc(sizeof(*n->rank_at) * (size_t)(p + n->nnodes));
@@ -52,6 +52,10 @@ static int place_ranks(ringx_nodes_t *n, int p, const int *node_of, const int *l
     }
     for (int r = 0; r < p; r++) {
         n->rank_at[node_of[r] * n->node_ranks + local_of[r]] = r;
+    }
+    n->consecutive = 1;
+    for (int r = 0; r < p; r++) {
+        n->consecutive = n->consecutive && n->rank_at[r] == r;
     }
     n->leaders = n->rank_at + p;
     for (int node = 0; node < n->nnodes; node++) {

@@ -164,9 +164,9 @@ void ringx_ring_release(ringx_ring_t *ring);
  * received.  A peer of -1 (or 0 bytes) means no send or no receive.
  */
 /* Steps a schedule holds itself: the log(p) algorithms' (twice log2 of
- * any int rank count, plus the folds) and the node leaders'; longer ones
- * (the hierarchical rings, p - 1 steps) reserve room in the call's host
- * scratch first (ringx_xsched_room). */
+ * any int rank count, plus the folds); longer ones (the hierarchical
+ * rings, p - 1 steps, and the node leaders' trees on large nodes) reserve
+ * room in the call's host scratch first (ringx_xsched_room). */
 #define RINGX_XSCHED_INLINE_STEPS 72
 
 typedef struct ringx_xstep {
