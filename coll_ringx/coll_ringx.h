@@ -51,6 +51,7 @@ typedef struct mca_coll_ringx_component_t {
     int leaders_flat_ranks;               /* node leaders: flat fan-in up to this many ranks */
     size_t direct_buffer_bytes;           /* direct reads of peers' buffers from here; 0: never */
     bool single_copy;                     /* direct reads through UCX's cma transport */
+    size_t ucx_rndv_thresh;               /* UCX rendezvous threshold without RDMA; 0: UCX's */
     char *fill;                           /* components that fill empty slots */
     bool requests;                        /* ringx's requests fit Open MPI's (open) */
 
@@ -75,6 +76,11 @@ int mca_coll_ringx_register_pvars(void);
 /* Whether a waiting process should yield its core (coll_ringx_yield, or
  * Open MPI's mpi_yield_when_idle and oversubscription when "auto"). */
 int mca_coll_ringx_should_yield(void);
+
+/* The rendezvous threshold ringx's UCX context takes (0: UCX's own):
+ * coll_ringx_ucx_rndv_thresh where the job spans nodes and the machine has
+ * no RDMA devices, so that UCX goes between nodes over TCP. */
+size_t mca_coll_ringx_ucx_rndv_thresh(void);
 
 /* Whether coll_ringx_direct_buffer_bytes was set (not its default). */
 int ringx_direct_buffer_bytes_set(void);

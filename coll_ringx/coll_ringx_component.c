@@ -7,6 +7,7 @@
  */
 #include "coll_ringx.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
 #include "opal/mca/base/mca_base_var.h"
@@ -35,6 +36,19 @@
  * see README, "One node under load". */
 #define RINGX_DEFAULT_DIRECT_BUFFER_BYTES (256 * 1024)
 #define RINGX_MAX_BOUNCE_BUFFERS 64
+/* UCX 1.13's automatic rendezvous threshold over TCP lies below 32 KiB
+ * (a 32 KiB message there went faster with any fixed threshold above it).
+ * On 2 test hosts x 2 ranks, links shaped to 10 Gbit/s (3 interleaved runs
+ * of ringx_bench -b 16K -e 8M per value), 256 KiB took 0.35-0.90x the time
+ * of UCX's choice at 128-512 KiB and 0.93-1.06x from 1 MiB; 64 KiB 0.36-1.03x
+ * at 128-512 KiB, and in full runs against coll/han allgathers of 256-512
+ * KiB fell to 0.25-0.69x han's speed, against 0.71-0.74x with 256 KiB.  The
+ * price, at 1 Gbit/s (3 runs of -b 128K -e 1M): reduce_scatter_block of
+ * 256-512 KiB took 1.4-2.0x the time (still 1.0-1.4x the stock one's
+ * speed); the rest of those runs stayed within 0.99-1.01x.  One node
+ * keeps UCX's choice: there a fixed threshold made allreduce of 4-16 KiB
+ * 1.3x slower. */
+#define RINGX_DEFAULT_UCX_RNDV_THRESH (256 * 1024)
 /* RINGX_DEFAULT_FILL (coll_ringx_compat.h): the stock components that
  * serve the other collectives under the default selection: self
  * (MPI_COMM_SELF), inter (intercommunicators), tuned and basic (blocking),
@@ -69,6 +83,7 @@ mca_coll_ringx_component_t mca_coll_ringx_component = {
     .leaders_flat_ranks = RINGX_DEFAULT_LEADERS_FLAT_RANKS,
     .direct_buffer_bytes = RINGX_DEFAULT_DIRECT_BUFFER_BYTES,
     .single_copy = true,
+    .ucx_rndv_thresh = RINGX_DEFAULT_UCX_RNDV_THRESH,
     .output = -1,
 };
 
@@ -203,6 +218,15 @@ static int ringx_register(void)
                  "the transfer of the next",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
                  &c->segment_size);
+    register_var("ucx_rndv_thresh",
+                 "Rendezvous threshold (bytes) of ringx's own UCX context on machines without "
+                 "RDMA devices (no /sys/class/infiniband entry), where UCX carries messages "
+                 "between nodes over TCP: UCX's automatic threshold there is a few KiB, and "
+                 "each larger message waits for a round trip before its data moves. Messages "
+                 "below it go eagerly. 0: UCX's own choice; UCX_RNDV_THRESH in the environment "
+                 "takes precedence. Must be the same on every rank",
+                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_ALL_EQ,
+                 &c->ucx_rndv_thresh);
     register_var("leaders_flat_ranks",
                  "Ranks per node (the same on every rank) up to which the hierarchical "
                  "algorithms' node leaders take their node's data for small calls straight "
@@ -383,4 +407,31 @@ int mca_coll_ringx_should_yield(void)
         return mca_coll_ringx_component.yield;
     }
     return opal_progress_yield_when_idle || oversubscribed;
+}
+
+/* Whether this machine has RDMA devices (InfiniBand, RoCE) for UCX. */
+static int has_rdma_devices(void)
+{
+    DIR *dir = opendir("/sys/class/infiniband");
+    struct dirent *entry;
+    int found = 0;
+
+    while (dir != NULL && !found && (entry = readdir(dir)) != NULL) {
+        found = entry->d_name[0] != '.';
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    return found;
+}
+
+size_t mca_coll_ringx_ucx_rndv_thresh(void)
+{
+    int world = ompi_comm_size(&ompi_mpi_comm_world.comm);
+    int spans_nodes = opal_process_info.num_local_peers + 1 < world;
+
+    if (mca_coll_ringx_component.ucx_rndv_thresh == 0 || !spans_nodes || has_rdma_devices()) {
+        return 0;
+    }
+    return mca_coll_ringx_component.ucx_rndv_thresh;
 }

@@ -52,6 +52,7 @@ static struct {
     enum ringx_ucx_state state;
     int output;
     int yield;
+    size_t rndv_thresh;         /* set in the context (0: UCX's own) */
     ucp_context_h context;
     ucp_worker_h worker;
     ucp_address_t *address;
@@ -89,6 +90,27 @@ static int fail_start(const char *what, ucs_status_t status)
     return status_to_ompi(status);
 }
 
+/* The rendezvous threshold asked for, unless the environment sets one. */
+static void set_rndv_thresh(ucp_config_t *config)
+{
+    char value[32];
+    ucs_status_t status;
+
+    if (ucx.rndv_thresh == 0 || getenv("UCX_RNDV_THRESH") != NULL) {
+        ucx.rndv_thresh = 0;
+        return;
+    }
+    snprintf(value, sizeof(value), "%zu", ucx.rndv_thresh);
+    status = ucp_config_modify(config, "RNDV_THRESH", value);
+    opal_output_verbose(1, ucx.output, "coll:ringx: UCX rendezvous threshold %s bytes "
+                        "(coll_ringx_ucx_rndv_thresh: the job spans nodes, no RDMA device)%s%s",
+                        value, status == UCS_OK ? "" : ": not taken, ",
+                        status == UCS_OK ? "" : ucs_status_string(status));
+    if (status != UCS_OK) {
+        ucx.rndv_thresh = 0;
+    }
+}
+
 static int create_context(void)
 {
     ucp_config_t *config;
@@ -96,6 +118,7 @@ static int create_context(void)
     if (status != UCS_OK) {
         return fail_start("ucp_config_read", status);
     }
+    set_rndv_thresh(config);
     ucp_params_t params = {
         .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
         .features = UCP_FEATURE_TAG | UCP_FEATURE_RMA,
@@ -620,6 +643,13 @@ void ringx_ucx_abandon(ringx_req_t *req)
     }
 }
 
+void ringx_ucx_set_rndv_thresh(size_t bytes)
+{
+    if (ucx.state == UCX_NOT_STARTED) {
+        ucx.rndv_thresh = bytes;
+    }
+}
+
 void ringx_ucx_set_yield(int yield)
 {
     ucx.yield = yield;
@@ -726,6 +756,9 @@ size_t ringx_ucx_eager_limit(void)
         limit = 1024;
         if (env && end != env && v < limit) {
             limit = v ? (size_t)v : 1;    /* 0 would mean "never eager": hand shake always */
+        }
+        if (ucx.rndv_thresh > 0 && ucx.rndv_thresh < limit) {
+            limit = ucx.rndv_thresh;
         }
     }
     return limit;

@@ -158,9 +158,14 @@ void ringx_ucx_release(ringx_req_t *req);
 
 /* The largest message that UCX surely sends eagerly (its send completes
  * without the receiver's help): a call whose whole buffer is no larger
- * needs no end-of-call handshake.  Lowered when UCX_RNDV_THRESH is set
- * below it. */
+ * needs no end-of-call handshake.  Lowered when the rendezvous threshold
+ * (UCX_RNDV_THRESH, or ringx_ucx_set_rndv_thresh) is below it. */
 size_t ringx_ucx_eager_limit(void);
+
+/* The rendezvous threshold the context starts with (before
+ * ringx_ucx_start; 0: UCX's own; UCX_RNDV_THRESH in the environment
+ * prevails). */
+void ringx_ucx_set_rndv_thresh(size_t bytes);
 
 /* Set by the component from coll_ringx_yield and Open MPI's settings. */
 void ringx_ucx_set_yield(int yield);

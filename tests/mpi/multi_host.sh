@@ -7,6 +7,9 @@
 #   * 2 hosts x 2 ranks: the verbose log gives the layout ("4 ranks on 2
 #     nodes, 2 per node") and links every rank through mailboxes to the
 #     one peer on its node only, the pvar comms_multi_node counts it;
+#     every rank sets UCX's rendezvous threshold (coll_ringx_ucx_rndv_thresh:
+#     TCP between the hosts) unless the machine has RDMA devices, and 2
+#     ranks on one host do not;
 #   * the same, direct reads forced for all three collectives: every call
 #     must be served by the ring instead (--expect-alg: the pvars), with
 #     correct results (ringx_correctness --quick);
@@ -109,6 +112,19 @@ expect layout \
     "$work/layout.out")" -eq 4 ] ||
     { echo "FAIL: layout: mailboxes not exactly between the ranks of each node"; fail=1; }
 [ "$(grep -c '^rank ' "$work/layout.out")" -eq 12 ] || { echo "FAIL: layout: results missing"; fail=1; }
+# Between these hosts UCX goes over TCP (no RDMA device here): every rank's
+# context takes coll_ringx_ucx_rndv_thresh; on one node (2 ranks filling
+# the first host's 2 slots) UCX keeps its own choice.
+rndv_line='UCX rendezvous threshold 262144 bytes (coll_ringx_ucx_rndv_thresh'
+rndv_ranks=4
+if [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+    rndv_ranks=0
+fi
+[ "$(grep -cF "$rndv_line" "$work/layout.out")" -eq "$rndv_ranks" ] ||
+    { echo "FAIL: layout: not $rndv_ranks ranks with UCX's rendezvous threshold set"; fail=1; }
+run one_node 2 "$two" "--mca coll_ringx_verbose 1" "$bindir/three_collectives"
+[ "$(grep -c '^rank ' "$work/one_node.out")" -eq 6 ] && ! grep -qF "$rndv_line" "$work/one_node.out" ||
+    { echo "FAIL: one_node: results missing, or UCX's rendezvous threshold set on one node"; fail=1; }
 
 forced=""
 expect_ring=""
