@@ -225,7 +225,9 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
     /* A local UCX failure does not decline: declining is a local choice,
      * and ranks that chose differently would run different collectives.
      * The first served call agrees on the transport collectively. */
-    ringx_ucx_set_rndv_thresh(mca_coll_ringx_ucx_rndv_thresh());
+    if (!ringx_ucx_ready()) {     /* once: it reads a directory */
+        ringx_ucx_set_rndv_thresh(mca_coll_ringx_ucx_rndv_thresh());
+    }
     (void)ringx_ucx_start(ompi_mpi_thread_multiple, mca_coll_ringx_component.output,
                          ringx_mailbox_window_bytes(), mca_coll_ringx_component.single_copy);
 
