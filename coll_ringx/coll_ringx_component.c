@@ -428,7 +428,7 @@ static int has_rdma_devices(void)
 size_t mca_coll_ringx_ucx_rndv_thresh(void)
 {
     int world = ompi_comm_size(&ompi_mpi_comm_world.comm);
-    int spans_nodes = opal_process_info.num_local_peers + 1 < world;
+    int spans_nodes = (int)opal_process_info.num_local_peers + 1 < world;
 
     if (mca_coll_ringx_component.ucx_rndv_thresh == 0 || !spans_nodes || has_rdma_devices()) {
         return 0;

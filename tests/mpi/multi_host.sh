@@ -32,6 +32,8 @@
 #   * the benchmark across 2 hosts: it prints the node layout; across 3
 #     hosts with private memory and links shaped to 1 Gbit/s, three runs
 #     that must end with every result right, hierarchical calls counted;
+#   * MPI_Finalize at 3 x 2 (private memory) after ringx connected and
+#     served no call, five times: no abort, no UCX error;
 #   * faults, on 2 hosts with private memory (every byte between them over
 #     the network): one host's link down for 4 s in the middle of a
 #     benchmark run, and a rank killed in the middle of one; each run must
@@ -279,6 +281,21 @@ for i in 1 2 3; do
     expect "shaped$i" "^# all results validated" "the benchmark across shaped links failed"
     expect "shaped$i" "hierarchical=[1-9]" "the hierarchical algorithms did not serve"
     checked="$checked shaped$i"
+done
+
+# MPI_Finalize after ringx connected MPI_COMM_WORLD and served no call,
+# 3 x 2 with every byte between hosts over TCP, five times: each must end
+# cleanly, without a UCX error (endpoints made at the connection and never
+# used were still connecting at MPI_Finalize, where ringx's progress made
+# UCX 1.13 connect them to peers that had already left: 3 runs in 5
+# aborted, all 5 printed connection errors).
+for i in 1 2 3 4 5; do
+    run "idle$i" 6 "$shaped" "--mca coll_ringx_verbose 1" "$bindir/three_collectives" --idle
+    [ "$(grep -c '^rank [0-9]* idle$' "$work/idle$i.out")" -eq 6 ] &&
+        [ "$(grep -c 'MPI_COMM_WORLD: 6 ranks on 3 nodes' "$work/idle$i.out")" -eq 6 ] &&
+        ! grep -q 'UCX  ERROR\|Assertion' "$work/idle$i.out" ||
+        { echo "FAIL: idle$i: MPI_Finalize after no ringx call did not end cleanly"; fail=1; }
+    checked="$checked idle$i"
 done
 
 private=$(hostfile "$work/hp" 2 2)
