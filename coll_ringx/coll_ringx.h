@@ -94,6 +94,7 @@ typedef struct ringx_counters {
     unsigned long long on_device[RINGX_COLL_COUNT];   /* calls on device memory */
     unsigned long long staged[RINGX_COLL_COUNT];      /* calls through bounce buffers */
     unsigned long long mailbox[RINGX_COLL_COUNT];     /* calls with mailbox messages */
+    unsigned long long sent_ahead[RINGX_COLL_COUNT];  /* calls with a message sent ahead of its step */
     unsigned long long nonblocking[RINGX_COLL_COUNT]; /* nonblocking calls served */
     unsigned long long persistent[RINGX_COLL_COUNT];  /* starts of persistent calls served */
     unsigned long long buffer_reads[RINGX_COLL_COUNT]; /* direct reads out of peers' buffers */

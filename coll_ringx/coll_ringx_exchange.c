@@ -9,6 +9,14 @@
  * one segment overlapping the arrival of the next), and that no receive
  * writes bytes an outstanding send still reads, is the messages' business
  * (coll_ringx_link.c), so an algorithm only describes its steps.
+ *
+ * A later step's send leaves early, with the step under way, where it
+ * reads nothing that this step's receive or any receive before its own
+ * still writes (send_ahead): the phases of the hierarchical algorithms
+ * then overlap, e.g. a node ring's messages, which read blocks that have
+ * all arrived, leave together instead of one per step.  Every message is
+ * still received at its own step (its tag), so nothing waits for anything
+ * it did not wait for before.
  */
 #include "coll_ringx.h"
 
@@ -29,6 +37,55 @@ static int recv_step(ringx_xsched_t *s, int step, const ringx_xstep_t *st)
                            reduces ? st->reduce_local : NULL, st->recv_bytes);
 }
 
+static int writes(const ringx_xstep_t *st, const char *buf, size_t bytes)
+{
+    const char *dst = st->recv_buf != NULL ? st->recv_buf : st->reduce_dst;
+    return st->recv_from >= 0 && st->recv_bytes && bytes && dst < buf + bytes &&
+           buf < dst + st->recv_bytes;
+}
+
+/* Whether step j's send may leave while step `now` receives: no receive
+ * of steps now .. j - 1 writes what it reads. */
+static int may_send_early(const ringx_xsched_t *s, int now, int j)
+{
+    const ringx_xstep_t *st = &s->steps[j];
+
+    for (int i = now; i < j; i++) {
+        if (writes(&s->steps[i], st->send_buf, st->send_bytes)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* How far ahead sends leave: enough for a node ring's steps (one per
+ * node), short enough that the scan costs nothing beside a message. */
+#define RINGX_SEND_AHEAD_STEPS 16
+
+/* The sends of the steps after `now` that may leave already, once each.
+ * Not through the staged transfers: their bounce buffers are taken in
+ * order, and a send ahead holding one until its receiver reaches its step
+ * could keep the sends that receiver waits for from leaving. */
+static int send_ahead(ringx_xsched_t *s, int now)
+{
+    int last = now + RINGX_SEND_AHEAD_STEPS < s->nsteps ? now + RINGX_SEND_AHEAD_STEPS
+                                                        : s->nsteps - 1;
+    int rc = OMPI_SUCCESS;
+
+    if (s->mem->staged) {
+        return OMPI_SUCCESS;
+    }
+    for (int j = now + 1; rc == OMPI_SUCCESS && j <= last; j++) {
+        ringx_xstep_t *st = &s->steps[j];
+        if (st->send_to >= 0 && !st->sent && may_send_early(s, now, j)) {
+            rc = ringx_msgs_send(&s->msgs, j, st->send_to, st->send_buf, st->send_bytes);
+            st->sent = 1;
+            s->sent_ahead = 1;
+        }
+    }
+    return rc;
+}
+
 int ringx_xsched_progress(ringx_xsched_t *s)
 {
     ringx_exchange_t *x = &s->x;
@@ -38,10 +95,13 @@ int ringx_xsched_progress(ringx_xsched_t *s)
         const ringx_xstep_t *st = &s->steps[x->step];
         switch (x->phase) {
         case X_SEND:
-            rc = ringx_msgs_send(&s->msgs, x->step, st->send_to, st->send_buf, st->send_bytes);
+            rc = st->sent ? OMPI_SUCCESS
+                          : ringx_msgs_send(&s->msgs, x->step, st->send_to, st->send_buf,
+                                            st->send_bytes);
             if (rc == OMPI_SUCCESS && x->step == 0 && s->copy_bytes) {
                 rc = local_copy(s);
             }
+            rc = rc == OMPI_SUCCESS ? send_ahead(s, x->step) : rc;
             x->phase = X_RECV;
             ringx_msgs_next_recv(&s->msgs);
             break;
@@ -59,6 +119,9 @@ int ringx_xsched_progress(ringx_xsched_t *s)
             x->phase = X_DONE;
             if (s->msgs.mailbox_used) {
                 ringx_count(&mca_coll_ringx_counters.mailbox[s->coll], 1);
+            }
+            if (s->sent_ahead) {
+                ringx_count(&mca_coll_ringx_counters.sent_ahead[s->coll], 1);
             }
             break;
         }
@@ -112,11 +175,13 @@ int ringx_xsched_start(ringx_xsched_t *s, uint32_t seq)
         return rc;
     }
     for (int i = 0; i < s->nsteps; i++) {
+        s->steps[i].sent = 0;
         ringx_handshake_add(&s->msgs.handshake, 1, s->steps[i].send_to);
         ringx_handshake_add(&s->msgs.handshake, 0, s->steps[i].recv_from);
     }
     x->step = 0;
     x->phase = s->nsteps > 0 ? X_SEND : X_FINISH;
+    s->sent_ahead = 0;
     /* a schedule without steps still makes its copy */
     return s->nsteps == 0 && s->copy_bytes ? local_copy(s) : OMPI_SUCCESS;
 }

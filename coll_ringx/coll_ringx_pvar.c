@@ -50,6 +50,9 @@ static const struct {
     { "mailbox", "%s calls served by ringx that wrote or read at least one message through "
                  "the mailboxes or the outboxes, posted ones included (coll_ringx_mailbox_bytes)",
       mca_coll_ringx_counters.mailbox },
+    { "sent_ahead", "%s calls served by ringx in which a later step's message left while an "
+      "earlier step still received (the algorithm's phases overlapped)",
+      mca_coll_ringx_counters.sent_ahead },
 };
 
 static int register_collective(ringx_coll_t coll)

@@ -178,6 +178,7 @@ typedef struct ringx_xstep {
     char *reduce_dst;
     const char *reduce_local;
     size_t recv_bytes;
+    int sent;                   /* its send has left, ahead of the step (cleared at start) */
 } ringx_xstep_t;
 
 typedef struct ringx_pending_send {
@@ -263,6 +264,7 @@ typedef struct ringx_xsched {
     size_t copy_bytes;
     ringx_msgs_t msgs;
     ringx_exchange_t x;
+    int sent_ahead;             /* some step's send left ahead of its step (counted) */
 } ringx_xsched_t;
 
 /* Starts an empty schedule (only the header is set: the step array is

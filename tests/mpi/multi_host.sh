@@ -23,7 +23,10 @@
 #     the ring serves instead): correct,
 #     the pvars proving which algorithm served every call, and the
 #     layout counted (comms_hierarchical, comms_uneven), and the small
-#     blocking calls at 3 x 2 and 2 x 3 counted by the mailbox pvars;
+#     blocking calls at 3 x 2 and 2 x 3 counted by the mailbox pvars, the
+#     hierarchical allgathers and reduce_scatter_blocks beyond the leaders'
+#     16 KiB and allreduces from 1 MiB at 3 x 2 (in pieces) by the sent_ahead
+#     pvars (their phases overlap);
 #   * the quick matrix under valgrind on 2 private hosts x 2 ranks: no
 #     error or leak record with a ringx frame;
 #   * 2 hosts x 37 ranks (more than the 72 steps a schedule holds itself):
@@ -190,10 +193,11 @@ forced_run neighbor ring neighbor_exchange ring --quick
 # Blocking calls of up to the mailbox size: the ranks of a node exchange
 # through mailboxes (--expect-node-mailbox; none for nonblocking calls).
 np=6 hosts_args=$(hostfile "$work/h3" 2 2 2)
-forced_run hier-3x2 hierarchical hierarchical hierarchical --expect-node-mailbox 4096
+forced_run hier-3x2 hierarchical hierarchical hierarchical --expect-node-mailbox 4096 \
+    --expect-sent-ahead 16384
 np=6 hosts_args=$(hostfile "$work/h2" 3 3)
 forced_run hier-2x3-nb hierarchical hierarchical hierarchical --nonblocking \
-    --expect-node-mailbox 4096
+    --expect-node-mailbox 4096 --expect-sent-ahead 16384
 # the leaders' binomial trees (beyond coll_ringx_leaders_flat_ranks ranks
 # per node; 2 x 37 below), here at 4 ranks per node
 np=8 hosts_args=$(hostfile "$work/h2" 4 4)

@@ -45,6 +45,16 @@
  *                                  coll_ringx_COLL_mailbox (the ranks of a
  *                                  node exchange through mailboxes), every
  *                                  nonblocking or persistent one must not
+ *   --expect-sent-ahead BYTES      on communicators across nodes with the
+ *                                  same rank count (>= 2) on each, every
+ *                                  served allgather and
+ *                                  reduce_scatter_block of more than BYTES
+ *                                  in all, and allreduce of 1 MiB or more,
+ *                                  must be counted by
+ *                                  coll_ringx_COLL_sent_ahead (the
+ *                                  hierarchical rings: the node ring's
+ *                                  messages leave together; allreduce in
+ *                                  pieces)
  *   --expect-buffers-from [COLL:]BYTES
  *                                  every served call (of COLL) of at least BYTES in
  *                                  all must be counted by
@@ -1161,6 +1171,7 @@ typedef struct options {
     bool expect_staged;
     long expect_mailbox;        /* -1: not checked */
     long expect_node_mailbox;   /* -1: not checked */
+    long expect_sent_ahead;     /* -1: not checked */
     long expect_buffers_from[NUM_COLLS]; /* -1: not checked */
     bool device;                /* --mem cuda */
     bool nonblocking;           /* MPI_I... and MPI_Wait */
@@ -1173,6 +1184,7 @@ typedef struct options {
 } options_t;
 
 static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1, .expect_node_mailbox = -1,
+                          .expect_sent_ahead = -1,
                           .expect_buffers_from = { -1, -1, -1 }, .watchdog_seconds = 120 };
 
 /* ------------------------------------------------------------------ */
@@ -1189,7 +1201,7 @@ typedef struct case_ctx {
     int rank;
     const char *expect_reason;   /* NULL: ringx must serve it */
     const char *expect_alg;      /* the algorithm that must serve it, or NULL */
-    bool even_nodes;             /* comm spans nodes of as many ranks (>= 2) each */
+    int even_nodes;              /* comm spans so many nodes of as many ranks (>= 2) each; 0: not */
     uint64_t *seeds;             /* input seed of every rank of comm */
     rx_call_t call;
 } case_ctx_t;
@@ -1244,6 +1256,27 @@ static void check_node_mailbox(const case_ctx_t *c, unsigned long long counted)
         rx_check(&c->call, counted == (want ? 1u : 0u),
                  "coll_ringx_%s_mailbox grew by %llu for a %zu-byte call across nodes; "
                  "expected %d", coll_names[c->coll], counted, total, want);
+    }
+}
+
+/* The hierarchical allgather and reduce_scatter_block beyond the leaders'
+ * sizes: the node ring's sends read blocks no receive under way writes
+ * (the ones from the other nodes, all there; reduce_scatter_block's
+ * input), so they leave ahead of their steps.  Allreduce from
+ * HIER_PIECES_FROM bytes on 3 nodes or more runs in pieces, the first
+ * messages of every piece's ring inside the node reading the input. */
+#define HIER_PIECES_FROM (1u << 20)
+
+static void check_sent_ahead(const case_ctx_t *c, unsigned long long counted)
+{
+    size_t total = total_bytes(c);
+    bool pieces = c->even_nodes >= 3 && total >= HIER_PIECES_FROM;
+
+    if (c->even_nodes && (COLL_ALLREDUCE == c->coll ? pieces
+                                                    : total > (size_t)opts.expect_sent_ahead)) {
+        rx_check(&c->call, 1 == counted,
+                 "coll_ringx_%s_sent_ahead grew by %llu for a %zu-byte call across nodes; "
+                 "expected 1", coll_names[c->coll], counted, total);
     }
 }
 
@@ -1305,6 +1338,9 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
     }
     if (opts.expect_node_mailbox >= 0 && served == 1) {
         check_node_mailbox(c, after->mailbox - before->mailbox);
+    }
+    if (opts.expect_sent_ahead >= 0 && served == 1) {
+        check_sent_ahead(c, after->sent_ahead - before->sent_ahead);
     }
     if (opts.expect_buffers_from[c->coll] >= 0 && served == 1) {
         check_buffers(c, after->direct_buffers - before->direct_buffers);
@@ -1600,7 +1636,7 @@ typedef struct test_comm {
     uint64_t id;
     MPI_Comm comms[2];
     int ncomms;
-    bool even_nodes;            /* several nodes, the same rank count (>= 2) on each */
+    int even_nodes;             /* several nodes, the same rank count (>= 2) on each: how many */
     unsigned next;
     uint64_t seq;
 } test_comm_t;
@@ -1631,8 +1667,9 @@ static MPI_Comm dup_world(const char *name)
 
 /* Whether comm spans several nodes (MPI_COMM_TYPE_SHARED) with the same
  * number of ranks, 2 or more, on each: where ringx's hierarchical
- * algorithms run.  Worked out here independently of ringx. */
-static bool even_nodes(MPI_Comm comm)
+ * algorithms run.  Worked out here independently of ringx.  Returns how
+ * many nodes comm spans where they do, else 0. */
+static int even_nodes(MPI_Comm comm)
 {
     MPI_Comm node;
     int size, node_size, range[2];
@@ -1644,7 +1681,7 @@ static bool even_nodes(MPI_Comm comm)
     range[0] = node_size;
     range[1] = -node_size;
     MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MIN, comm);
-    return range[0] == -range[1] && range[0] >= 2 && range[0] < size;
+    return range[0] == -range[1] && range[0] >= 2 && range[0] < size ? size / range[0] : 0;
 }
 
 static void create_test_comms(test_comm_t *tcs)
@@ -2093,6 +2130,10 @@ static bool parse_options(int argc, char **argv)
             if ((opts.expect_node_mailbox = strtol(argv[++i], NULL, 10)) < 0) {
                 return false;
             }
+        } else if (0 == strcmp(argv[i], "--expect-sent-ahead") && i + 1 < argc) {
+            if ((opts.expect_sent_ahead = strtol(argv[++i], NULL, 10)) < 0) {
+                return false;
+            }
         } else if (0 == strcmp(argv[i], "--expect-mailbox") && i + 1 < argc) {
             if ((opts.expect_mailbox = strtol(argv[++i], NULL, 10)) < 0) {
                 return false;
@@ -2142,7 +2183,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: " PROGRAM_NAME " [--quick [--medium]] [--results-only] "
             "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged] [--nonblocking] [--persistent]\n"
-            "       [--expect-mailbox BYTES] [--expect-node-mailbox BYTES]\n"
+            "       [--expect-mailbox BYTES] [--expect-node-mailbox BYTES] [--expect-sent-ahead BYTES]\n"
             "       [--expect-buffers-from [COLL:]BYTES] [--expect-multi-node]\n"
             "       [--nested-fallback] [--expect-handed-back] [--expect-served-some]\n"
             "       [--mem host|cuda] [--watchdog SECONDS]\n"

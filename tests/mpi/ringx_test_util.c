@@ -80,6 +80,7 @@ void rx_counters_read(const char *coll, const char *alg, rx_counters_t *out)
     out->staged = ringx_pvar_read_coll(coll, "staged");
     out->on_device = ringx_pvar_read_coll(coll, "on_device");
     out->mailbox = ringx_pvar_read_coll(coll, "mailbox");
+    out->sent_ahead = ringx_pvar_read_coll(coll, "sent_ahead");
     out->direct_buffers = ringx_pvar_read_coll(coll, "direct_buffers");
     out->nonblocking = ringx_pvar_read_coll(coll, "nonblocking");
     out->persistent = ringx_pvar_read_coll(coll, "persistent");
@@ -113,8 +114,8 @@ static void check_coll_pvars_present(const char *coll)
     rx_check(NULL, algorithms > 0,
              "no coll_ringx_%s_<alg>_calls pvar registered", coll);
     static const char *const counters[] = { "bytes_sent", "staged", "on_device", "mailbox",
-                                            "direct_buffers", "nonblocking", "persistent",
-                                            "handed_back" };
+                                            "sent_ahead", "direct_buffers", "nonblocking",
+                                            "persistent", "handed_back" };
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
         snprintf(name, sizeof name, "coll_ringx_%s_%s", coll, counters[i]);
         rx_check(NULL, NULL != ringx_pvar_find(name), "pvar %s is missing", name);
