@@ -11,7 +11,7 @@
  *                         summed over its node; a ring allreduce of block j
  *                         among the N ranks of place j; a ring allgather
  *                         of the L blocks inside the node (from 1 MiB on 3
- *                         nodes or more, on each of up to 4 pieces: one
+ *                         nodes or more, on each of up to 16 pieces: one
  *                         piece's rings overlap another's).  A node sends
  *                         2 (N-1)/N of the buffer to the others, where a
  *                         flat ring across nodes sends 2 (p-1)/p of it out
@@ -315,13 +315,15 @@ typedef struct {
  * RINGX_HIER_PIECE_BYTES, at most RINGX_HIER_MAX_PIECES, on 3 nodes or
  * more.  Against one piece (test hosts with private memory, 10 Gbit/s
  * links, 2026-12-06, ringx_bench -c allreduce -r 3, 4 interleaved runs,
- * medians): at 3 hosts x 2 ranks 0.79-0.89x the time at 1-8 MiB (16 MiB
- * 0.96x); at 2 x 2, where the ring across the nodes has 2 steps to
- * overlap, 0.97-1.02x at 1, 4 and 8 MiB but 1.11x at 2 MiB in two sets of
- * runs. */
+ * medians): at 3 hosts x 2 ranks 4 pieces took 0.79-0.89x the time at 1-8
+ * MiB (16 MiB 0.96x), 8 pieces against 4 0.80-0.96x at 2-16 MiB, 16
+ * against 8 0.81x at 4 MiB, 0.88x at 8 MiB, 0.96x at 16 MiB (1-2 MiB, the
+ * same pieces: 0.96-1.05x); at 2 x 2, where the ring across the nodes has
+ * 2 steps to overlap, 4 pieces took 0.97-1.02x at 1, 4 and 8 MiB but 1.11x
+ * at 2 MiB in two sets of runs. */
 #define RINGX_HIER_PIECES_FROM (1024 * 1024)
 #define RINGX_HIER_PIECE_BYTES (256 * 1024)
-#define RINGX_HIER_MAX_PIECES 4
+#define RINGX_HIER_MAX_PIECES 16
 
 static int allreduce_pieces(const ringx_call_t *c, const ringx_nodes_t *n)
 {
