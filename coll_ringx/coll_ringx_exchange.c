@@ -37,6 +37,7 @@ static int recv_step(ringx_xsched_t *s, int step, const ringx_xstep_t *st)
                            reduces ? st->reduce_local : NULL, st->recv_bytes);
 }
 
+/* Whether step st's receive writes any of [buf, buf + bytes). */
 static int writes(const ringx_xstep_t *st, const char *buf, size_t bytes)
 {
     const char *dst = st->recv_buf != NULL ? st->recv_buf : st->reduce_dst;
@@ -45,12 +46,13 @@ static int writes(const ringx_xstep_t *st, const char *buf, size_t bytes)
 }
 
 /* Whether step j's send may leave while step `now` receives: no receive
- * of steps now .. j - 1 writes what it reads. */
+ * of steps now .. j - 1 writes what it reads.  Latest first: a ring's send
+ * reads what the step before received, so the scan mostly ends at once. */
 static int may_send_early(const ringx_xsched_t *s, int now, int j)
 {
     const ringx_xstep_t *st = &s->steps[j];
 
-    for (int i = now; i < j; i++) {
+    for (int i = j - 1; i >= now; i--) {
         if (writes(&s->steps[i], st->send_buf, st->send_bytes)) {
             return 0;
         }
@@ -80,7 +82,7 @@ static int send_ahead(ringx_xsched_t *s, int now)
         if (st->send_to >= 0 && !st->sent && may_send_early(s, now, j)) {
             rc = ringx_msgs_send(&s->msgs, j, st->send_to, st->send_buf, st->send_bytes);
             st->sent = 1;
-            s->sent_ahead = 1;
+            s->sent_ahead |= st->send_bytes > 0;
         }
     }
     return rc;
