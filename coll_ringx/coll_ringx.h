@@ -95,6 +95,7 @@ typedef struct ringx_counters {
     unsigned long long staged[RINGX_COLL_COUNT];      /* calls through bounce buffers */
     unsigned long long mailbox[RINGX_COLL_COUNT];     /* calls with mailbox messages */
     unsigned long long sent_ahead[RINGX_COLL_COUNT];  /* calls with a message sent ahead of its step */
+    unsigned long long packed[RINGX_COLL_COUNT];      /* calls on datatypes with gaps, packed */
     unsigned long long nonblocking[RINGX_COLL_COUNT]; /* nonblocking calls served */
     unsigned long long persistent[RINGX_COLL_COUNT];  /* starts of persistent calls served */
     unsigned long long buffer_reads[RINGX_COLL_COUNT]; /* direct reads out of peers' buffers */
@@ -146,6 +147,7 @@ struct ringx_scratch_set {
     ringx_scratch_t blocks;         /* partial results, Bruck's rotation */
     ringx_scratch_t bounce;         /* staging of host buffers (testing) */
     ringx_scratch_t steps;          /* exchange steps beyond the schedule's own */
+    ringx_scratch_t packed;         /* a result with gaps, packed (ringx_call_mem_start) */
 };
 
 void ringx_scratch_set_free(ringx_scratch_set_t *s);
@@ -341,6 +343,14 @@ int ringx_classify_reduction(struct ompi_datatype_t *dtype, struct ompi_op_t *op
 int ringx_classify_contiguous(struct ompi_datatype_t *dtype, int count,
                               ptrdiff_t *true_lb, size_t *elem_size);
 
+/* Copies count elements of dtype at user (a layout with gaps) into or out
+ * of bytes packed bytes: at most that many, as MPI's matching rule says
+ * both sides hold.  OMPI_SUCCESS or an error. */
+int ringx_datatype_pack(char *packed, size_t bytes, const void *user, size_t count,
+                        struct ompi_datatype_t *dtype);
+int ringx_datatype_unpack(void *user, size_t count, struct ompi_datatype_t *dtype,
+                          const char *packed, size_t bytes);
+
 /*
  * The common prologue of every collective.  buffers is RINGX_SERVE when the
  * datatypes, op and memory qualify, else the reason they do not.  Returns
@@ -458,6 +468,11 @@ int ringx_algs_complete(void);
 /* The whole buffer of a call, as the choice sees it: the result of an
  * allgather, the input of the reductions. */
 size_t ringx_call_bytes(const ringx_call_t *c);
+
+/* Starts the call's memory (ringx_mem_start) and places what it packs
+ * (an allgather's buffers whose datatypes leave gaps): before the
+ * schedule is built. */
+int ringx_call_mem_start(ringx_call_t *c);
 
 /*
  * Serves a blocking call: chooses the algorithm (honouring the

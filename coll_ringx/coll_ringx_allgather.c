@@ -25,6 +25,8 @@
  */
 #include "coll_ringx.h"
 
+#include "ompi/datatype/ompi_datatype.h"
+
 static const char *allgather_send_block(const ringx_ring_t *ring, int step, int block)
 {
     const ringx_ring_bufs_t *b = ring->ctx;
@@ -165,42 +167,74 @@ const ringx_alg_impl_t ringx_allgather_algs[] = {
     { RINGX_ALG_COUNT, NULL },
 };
 
-/* Both sides must be plain runs of bytes: allgather moves bytes only, so
- * any contiguous datatype qualifies, derived ones included. */
-static int allgather_classify(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
-                              int rcount, struct ompi_datatype_t *rdtype,
-                              ptrdiff_t *s_lb, ptrdiff_t *r_lb, size_t *r_elem)
+/* Whether count elements of dtype are one run of bytes, and where it
+ * starts; if not, the side is packed. */
+static int plain(struct ompi_datatype_t *dtype, int count, ptrdiff_t *lb)
 {
-    size_t s_elem = 0;
-    int why = ringx_classify_contiguous(rdtype, rcount, r_lb, r_elem);
+    size_t extent;
 
-    *s_lb = 0;
-    if (why == RINGX_SERVE && sbuf != MPI_IN_PLACE) {
-        why = ringx_classify_contiguous(sdtype, scount, s_lb, &s_elem);
-    }
-    return why;
+    *lb = 0;
+    return ringx_classify_contiguous(dtype, count, lb, &extent) == RINGX_SERVE;
 }
 
-/* Classifies the call and fills c; RINGX_SERVE or the fallback reason. */
+/* The conversions of sides whose datatypes leave gaps: the result is
+ * gathered packed and unpacked at the end; an input with gaps (or, in
+ * place, the own block of such a result) is packed into its block of the
+ * result, and the call runs in place (ringx_call_mem_start places them). */
+static void plan_packing(ringx_call_t *c, const void *sbuf, int scount,
+                         struct ompi_datatype_t *sdtype, int s_plain, void *rbuf, int rcount,
+                         struct ompi_datatype_t *rdtype, int r_plain)
+{
+    ptrdiff_t lb, extent;
+
+    if (!r_plain) {
+        c->sched.unpack = (ringx_convert_t){ rbuf, (size_t)rcount * (size_t)c->m->size, rdtype,
+                                             NULL, ringx_call_bytes(c) };
+    }
+    if (!s_plain) {
+        c->sched.pack = (ringx_convert_t){ (void *)(uintptr_t)sbuf, (size_t)scount, sdtype, NULL,
+                                           0 };
+    } else if (!r_plain && c->in_place) {
+        ompi_datatype_get_extent(rdtype, &lb, &extent);
+        c->sched.pack = (ringx_convert_t){
+            (char *)rbuf + (ptrdiff_t)c->m->rank * rcount * extent, (size_t)rcount, rdtype, NULL, 0
+        };
+    }
+    c->in_place |= !s_plain;
+}
+
+/*
+ * Classifies the call and fills c; RINGX_SERVE or the fallback reason.
+ * Allgather moves bytes: a rank's block is its rcount elements' bytes,
+ * whichever datatypes describe them (MPI lets ranks differ where the type
+ * signatures match), so that every rank chooses and cuts blocks alike.
+ */
 static int prepare(ringx_call_t *c, const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
                    void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                    mca_coll_ringx_module_t *m, int blocking)
 {
-    ptrdiff_t s_lb, r_lb;
-    size_t r_elem = 0;
-    int buffers = allgather_classify(sbuf, scount, sdtype, rcount, rdtype, &s_lb, &r_lb,
-                                     &r_elem);
+    ptrdiff_t s_lb = 0, r_lb;
+    int r_plain = plain(rdtype, rcount, &r_lb);
+    int s_plain = sbuf == MPI_IN_PLACE || plain(sdtype, scount, &s_lb);
+    int buffers;
+    size_t type_size;
 
     ringx_call_init(c, m, RINGX_COLL_ALLGATHER, blocking);
-    if (buffers == RINGX_SERVE) {
-        buffers = ringx_mem_classify(&c->mem, sbuf, rbuf, 1);
-    }
+    ompi_datatype_type_size(rdtype, &type_size);
+    c->count = (size_t)rcount * type_size;
+    c->elem_size = 1;
     c->in_place = sbuf == MPI_IN_PLACE;
-    c->result = (char *)rbuf + (buffers == RINGX_SERVE ? r_lb : 0);
-    c->count = (size_t)rcount;
-    c->elem_size = r_elem;
-    c->input = c->in_place ? c->result + (size_t)m->rank * c->count * r_elem
-                           : (const char *)sbuf + (buffers == RINGX_SERVE ? s_lb : 0);
+    buffers = ringx_mem_classify(&c->mem, sbuf, rbuf, 1);
+    if (buffers == RINGX_SERVE && !(r_plain && s_plain) && ringx_memtype_on_device(c->mem.type)) {
+        RINGX_LOG(1, "allgather: device buffers whose datatype leaves gaps: not served");
+        buffers = RINGX_FALLBACK_DATATYPE;
+    }
+    if (c->count > 0 && buffers == RINGX_SERVE) {
+        plan_packing(c, sbuf, scount, sdtype, s_plain, rbuf, rcount, rdtype, r_plain);
+    }
+    c->result = (char *)rbuf + r_lb;
+    c->input = c->in_place ? c->result + (size_t)m->rank * c->count
+                           : (const char *)sbuf + s_lb;
     return buffers;
 }
 

@@ -25,6 +25,37 @@ void ringx_call_init(ringx_call_t *c, mca_coll_ringx_module_t *m, ringx_coll_t c
     c->sched.coll = coll;
     c->sched.ncopies = 0;
     c->sched.before.len = 0;
+    c->sched.pack.dtype = c->sched.unpack.dtype = NULL;
+}
+
+/* A result whose datatype leaves gaps is gathered packed, in the call's
+ * scratch (kept: a persistent call's starts allocate nothing), and an
+ * input with gaps is packed into its own block there, or into the
+ * result's, so that the call then runs in place. */
+static int place_packed(ringx_call_t *c)
+{
+    ringx_sched_t *s = &c->sched;
+    size_t block = c->count * c->elem_size;
+
+    if (s->unpack.dtype != NULL) {
+        ringx_scratch_set_t *set = ringx_mem_host_scratch(&c->mem, c->m);
+        c->result = s->unpack.packed = ringx_scratch_get(&set->packed, ringx_call_bytes(c));
+        if (c->result == NULL) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+    }
+    if (s->pack.dtype != NULL) {
+        s->pack.packed = c->result + (size_t)c->m->rank * block;
+        s->pack.bytes = block;
+        c->input = s->pack.packed;
+    }
+    return OMPI_SUCCESS;
+}
+
+int ringx_call_mem_start(ringx_call_t *c)
+{
+    int rc = ringx_mem_start(&c->mem, c->m, c->coll);
+    return rc == OMPI_SUCCESS && ringx_call_bytes(c) > 0 ? place_packed(c) : rc;
 }
 
 int ringx_call_prepare_reduction(ringx_call_t *c, mca_coll_ringx_module_t *m, ringx_coll_t coll,
@@ -134,7 +165,7 @@ static int choose_and_run(ringx_call_t *c)
 
 int ringx_call_serve(ringx_call_t *c)
 {
-    int rc = ringx_mem_start(&c->mem, c->m, c->coll);
+    int rc = ringx_call_mem_start(c);
 
     if (rc == OMPI_SUCCESS) {
         ringx_mem_count(&c->mem, c->coll);

@@ -4,12 +4,15 @@
  * Predefined datatypes are recognised by handle and mapped onto ringx's
  * fixed-width element types by kind and size; ops by handle.  Open MPI's
  * op.h is not used: Debian's devel headers cannot compile it, and ringx
- * reduces with its own code (ringx_host_reduce.h explains why).
+ * reduces with its own code (ringx_host_reduce.h explains why).  Buffers
+ * whose datatype leaves gaps are packed and unpacked with Open MPI's
+ * convertor (allgather, which moves bytes).
  */
 #include "coll_ringx.h"
 
 #include "ompi/datatype/ompi_datatype.h"
 #include "mpi-ext.h"    /* MPIX_C_FLOAT16 (Open MPI 5's shortfloat extension) */
+#include "opal/datatype/opal_convertor.h"
 
 typedef enum element_kind {
     KIND_SIGNED,
@@ -200,4 +203,46 @@ int ringx_classify_contiguous(struct ompi_datatype_t *dtype, int count,
     }
     *elem_size = (size_t)extent;
     return RINGX_SERVE;
+}
+
+/* ------------------------------------------------------------- packing */
+
+/* Open MPI's convertor over count elements of dtype at user: packs them
+ * into, or unpacks them from, bytes packed bytes, until the bytes end or
+ * the elements do (a pass may stop short of both: it goes on). */
+static int convert(int unpack, void *user, size_t count, struct ompi_datatype_t *dtype,
+                   char *packed, size_t bytes)
+{
+    opal_convertor_t conv;
+    size_t moved = 1;
+    int rc;
+
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    rc = unpack ? opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor,
+                                                           &dtype->super, count, user, 0, &conv)
+                : opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor,
+                                                           &dtype->super, count, user, 0, &conv);
+    for (size_t done = 0; rc == 0 && done < bytes && moved > 0; done += moved) {
+        struct iovec iov = { packed + done, bytes - done };
+        uint32_t iov_count = 1;
+
+        moved = bytes - done;
+        rc = unpack ? opal_convertor_unpack(&conv, &iov, &iov_count, &moved)
+                    : opal_convertor_pack(&conv, &iov, &iov_count, &moved);
+    }
+    OBJ_DESTRUCT(&conv);
+    return rc < 0 ? OMPI_ERROR : OMPI_SUCCESS;
+}
+
+int ringx_datatype_pack(char *packed, size_t bytes, const void *user, size_t count,
+                        struct ompi_datatype_t *dtype)
+{
+    /* the convertor only reads what it packs from */
+    return convert(0, (void *)(uintptr_t)user, count, dtype, packed, bytes);
+}
+
+int ringx_datatype_unpack(void *user, size_t count, struct ompi_datatype_t *dtype,
+                          const char *packed, size_t bytes)
+{
+    return convert(1, user, count, dtype, (char *)(uintptr_t)packed, bytes);
 }

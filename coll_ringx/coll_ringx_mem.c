@@ -216,6 +216,7 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s)
     free(s->blocks.ptr);
     free(s->bounce.ptr);
     free(s->steps.ptr);
+    free(s->packed.ptr);
     memset(s, 0, sizeof(*s));
 }
 

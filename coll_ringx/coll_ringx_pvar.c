@@ -53,6 +53,9 @@ static const struct {
     { "sent_ahead", "%s calls served by ringx in which a later step's message left while an "
       "earlier step still received (the algorithm's phases overlapped)",
       mca_coll_ringx_counters.sent_ahead },
+    { "packed", "%s calls served by ringx whose send or receive datatype leaves gaps: packed "
+      "into and unpacked out of contiguous bytes with Open MPI's convertor (allgather only; the "
+      "reductions hand such datatypes on)", mca_coll_ringx_counters.packed },
 };
 
 static int register_collective(ringx_coll_t coll)

@@ -265,7 +265,7 @@ static void begin(ringx_request_t *req)
         }
     } else {
         c->mem.scratch = &req->scratch;
-        rc = ringx_mem_start(&c->mem, m, c->coll);
+        rc = ringx_call_mem_start(c);
         rc = rc == OMPI_SUCCESS ? ringx_call_build(c) : rc;
         if (rc == OMPI_SUCCESS) {
             ringx_mem_count(&c->mem, c->coll);
@@ -481,7 +481,7 @@ static int init_persistent(ringx_request_t *req, ompi_request_t **request)
 
     c->sched.persistent = 1;
     c->mem.scratch = &req->scratch;
-    rc = ringx_mem_start(&c->mem, m, c->coll);
+    rc = ringx_call_mem_start(c);
     rc = rc == OMPI_SUCCESS ? ringx_call_build(c) : rc;
     rc = rc == OMPI_SUCCESS ? ringx_sched_prepare(&c->sched) : rc;
     if (rc != OMPI_SUCCESS) {

@@ -38,11 +38,33 @@ int ringx_sched_prepare(ringx_sched_t *s)
     }
 }
 
+/* The input whose datatype leaves gaps, packed into place. */
+static int pack(const ringx_convert_t *p)
+{
+    return p->dtype == NULL ? OMPI_SUCCESS
+                            : ringx_datatype_pack(p->packed, p->bytes, p->user, p->count, p->dtype);
+}
+
+/* The packed result, out into the caller's buffer. */
+static int unpack(const ringx_sched_t *s)
+{
+    const ringx_convert_t *u = &s->unpack;
+
+    if (s->pack.dtype != NULL || u->dtype != NULL) {
+        ringx_count(&mca_coll_ringx_counters.packed[s->coll], 1);
+    }
+    return u->dtype == NULL ? RINGX_DONE
+           : ringx_datatype_unpack(u->user, u->count, u->dtype, u->packed, u->bytes) ==
+                   OMPI_SUCCESS ? RINGX_DONE : OMPI_ERROR;
+}
+
 int ringx_sched_start(ringx_sched_t *s)
 {
-    int rc = s->before.len ? ringx_mem_copy(mem_of(s), s->before.dst, s->before.src,
-                                            s->before.len)
-                           : OMPI_SUCCESS;
+    int rc = pack(&s->pack);
+
+    if (rc == OMPI_SUCCESS && s->before.len) {
+        rc = ringx_mem_copy(mem_of(s), s->before.dst, s->before.src, s->before.len);
+    }
 
     s->started = 1;
     if (rc != OMPI_SUCCESS) {
@@ -106,7 +128,10 @@ int ringx_sched_progress(ringx_sched_t *s)
     if (rc == RINGX_DONE && (s->engine == RINGX_ENGINE_RING || s->engine == RINGX_ENGINE_EXCHANGE)) {
         leave_nothing_behind(s);
     }
-    return rc == RINGX_DONE && s->engine != RINGX_ENGINE_NONE ? copies(s, mem_of(s)) : rc;
+    if (rc == RINGX_DONE && s->engine != RINGX_ENGINE_NONE) {
+        rc = copies(s, mem_of(s));
+    }
+    return rc == RINGX_DONE ? unpack(s) : rc;
 }
 
 void ringx_sched_abandon(ringx_sched_t *s)

@@ -385,6 +385,18 @@ typedef struct ringx_copy {
     size_t len;
 } ringx_copy_t;
 
+/* A conversion between a buffer whose datatype leaves gaps (count
+ * elements of dtype at user) and its bytes, packed (allgather): packed
+ * when the schedule starts, unpacked when it has finished.  dtype NULL:
+ * none. */
+typedef struct ringx_convert {
+    void *user;
+    size_t count;
+    struct ompi_datatype_t *dtype;
+    char *packed;
+    size_t bytes;
+} ringx_convert_t;
+
 typedef enum ringx_engine {
     RINGX_ENGINE_NONE,          /* only the copies */
     RINGX_ENGINE_RING,
@@ -412,6 +424,7 @@ typedef struct ringx_sched {
     ringx_copy_t before;        /* made when the schedule starts */
     int ncopies;
     ringx_copy_t copies[RINGX_SCHED_MAX_COPIES];
+    ringx_convert_t pack, unpack;   /* before `before`, after the copies */
     union {
         ringx_ring_t ring;
         ringx_xsched_t xs;

@@ -15,6 +15,9 @@
 #     correct results (ringx_correctness --quick);
 #   * 3 hosts with 2, 1 and 1 ranks (uneven), default choice: correct,
 #     served by ringx, layout "1 to 2 per node";
+#   * allgathers whose ranks describe their blocks with different datatypes,
+#     some with gaps (allgather_types), at 3 x 2 (the hierarchical one
+#     serving every call) and 2 + 1 + 1: correct, served, packed counted;
 #   * with coll/han below ringx (its fallback) and above it: correct; below,
 #     calls han hands back to ringx counted (coll_ringx_<coll>_handed_back);
 #   * every algorithm forced once at 2 hosts x 2 ranks, and the
@@ -146,6 +149,15 @@ run uneven 4 "$three" "--mca coll_ringx_verbose 1" "$bindir/ringx_correctness" -
 expect uneven "0 failures" "wrong results or calls not served by ringx"
 expect uneven "MPI_COMM_WORLD: 4 ranks on several nodes, 1 to 2 per node: no direct reads" \
     "no uneven node layout in the verbose log"
+
+# Allgathers whose ranks describe their blocks with different datatypes of
+# one signature, some leaving gaps (packed): every rank must choose and cut
+# alike across nodes too, hierarchical (3 x 2) and flat (2 + 1 + 1).
+run types-3x2 6 "$(hostfile "$work/h3" 2 2 2)" "" "$bindir/allgather_types" \
+    --expect-alg hierarchical
+expect types-3x2 "0 failures" "wrong results, or allgathers not served by the hierarchical one"
+run types-uneven 4 "$three" "" "$bindir/allgather_types"
+expect types-uneven "0 failures" "wrong results, or allgathers not served by ringx"
 
 # With coll/han.  Below ringx (priority 99, ringx's 100): han is ringx's
 # fallback; it runs collectives of its own on its sub-communicators, and

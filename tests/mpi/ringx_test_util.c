@@ -81,6 +81,7 @@ void rx_counters_read(const char *coll, const char *alg, rx_counters_t *out)
     out->on_device = ringx_pvar_read_coll(coll, "on_device");
     out->mailbox = ringx_pvar_read_coll(coll, "mailbox");
     out->sent_ahead = ringx_pvar_read_coll(coll, "sent_ahead");
+    out->packed = ringx_pvar_read_coll(coll, "packed");
     out->direct_buffers = ringx_pvar_read_coll(coll, "direct_buffers");
     out->nonblocking = ringx_pvar_read_coll(coll, "nonblocking");
     out->persistent = ringx_pvar_read_coll(coll, "persistent");
@@ -115,7 +116,7 @@ static void check_coll_pvars_present(const char *coll)
              "no coll_ringx_%s_<alg>_calls pvar registered", coll);
     static const char *const counters[] = { "bytes_sent", "staged", "on_device", "mailbox",
                                             "sent_ahead", "direct_buffers", "nonblocking",
-                                            "persistent", "handed_back" };
+                                            "persistent", "handed_back", "packed" };
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
         snprintf(name, sizeof name, "coll_ringx_%s_%s", coll, counters[i]);
         rx_check(NULL, NULL != ringx_pvar_find(name), "pvar %s is missing", name);

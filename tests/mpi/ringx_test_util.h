@@ -54,6 +54,7 @@ typedef struct rx_counters {
     unsigned long long on_device;   /* calls on device memory */
     unsigned long long mailbox;     /* calls with mailbox messages */
     unsigned long long sent_ahead;  /* calls with a message sent ahead of its step */
+    unsigned long long packed;      /* calls whose datatypes left gaps, packed */
     unsigned long long direct_buffers; /* direct reads out of the peers' buffers */
     unsigned long long nonblocking; /* nonblocking calls served */
     unsigned long long persistent;  /* starts of persistent calls served */
