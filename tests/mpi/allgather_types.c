@@ -14,6 +14,8 @@
  * side must be counted by coll_ringx_allgather_packed, and every element
  * must arrive where its receive datatype puts it while every hole keeps
  * its sentinel.  Half the cases run on a communicator in reversed order.
+ * Nonblocking and persistent calls get duplicates of the datatypes, freed
+ * as soon as the call is made (MPI allows it).
  * A call that does not return within a minute (ranks that chose
  * differently) fails the test, named.
  */
@@ -223,7 +225,12 @@ static void call(gather_case_t *g, int *sbuf, int *rbuf, MPI_Request *persistent
         MPI_Allgather(from, scount, st, rbuf, rcount, rt, g->comm);
         break;
     case NONBLOCKING:
+        /* MPI lets the caller free the datatypes of a call under way */
+        MPI_Type_dup(types[g->send], &st);
+        MPI_Type_dup(types[g->recv], &rt);
         MPI_Iallgather(from, scount, st, rbuf, rcount, rt, g->comm, &req);
+        MPI_Type_free(&st);
+        MPI_Type_free(&rt);
         MPI_Wait(&req, MPI_STATUS_IGNORE);
         break;
     default:
@@ -246,9 +253,13 @@ static void run_case(gather_case_t *g)
     }
 #ifdef ALLGATHER_INIT
     if (g->form == PERSISTENT) {
+        MPI_Datatype st, rt;        /* freed at once, as MPI allows */
+        MPI_Type_dup(types[g->send], &st);
+        MPI_Type_dup(types[g->recv], &rt);
         ALLGATHER_INIT(g->in_place ? MPI_IN_PLACE : (const void *)sbuf, count_of(g->send, g->k),
-                       types[g->send], rbuf, count_of(g->recv, g->k), types[g->recv], g->comm,
-                       MPI_INFO_NULL, &persistent);
+                       st, rbuf, count_of(g->recv, g->k), rt, g->comm, MPI_INFO_NULL, &persistent);
+        MPI_Type_free(&st);
+        MPI_Type_free(&rt);
     }
 #endif
     for (g->start = 0; g->start < starts; g->start++) {
