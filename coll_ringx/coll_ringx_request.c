@@ -53,11 +53,15 @@ static void request_construct(ringx_request_t *req)
 }
 
 /* Holds (or lets go of) the call's datatypes and op: a call that waits for
- * the connection may need them after the caller has freed its own. */
+ * the connection, and every start of a persistent call, may need them
+ * after the caller has freed its own.  In place, the send datatype is
+ * not the call's (MPI ignores it). */
 static void hold_args(ringx_request_t *req, int hold)
 {
-    opal_object_t *objs[3] = { (opal_object_t *)req->args.sdtype,
-                               (opal_object_t *)req->args.rdtype, (opal_object_t *)req->args.op };
+    opal_object_t *objs[3] = {
+        (opal_object_t *)(req->args.sbuf == MPI_IN_PLACE ? NULL : req->args.sdtype),
+        (opal_object_t *)req->args.rdtype, (opal_object_t *)req->args.op
+    };
 
     for (int i = 0; i < 3; i++) {
         if (objs[i] != NULL && hold) {
@@ -473,7 +477,8 @@ static int start_nonblocking(ringx_request_t *req, const ringx_request_args_t *a
 
 /* ---------------------------------------------------------- persistent */
 
-static int init_persistent(ringx_request_t *req, ompi_request_t **request)
+static int init_persistent(ringx_request_t *req, const ringx_request_args_t *args,
+                           ompi_request_t **request)
 {
     ringx_call_t *c = &req->call;
     mca_coll_ringx_module_t *m = c->m;
@@ -494,6 +499,11 @@ static int init_persistent(ringx_request_t *req, ompi_request_t **request)
     OBJ_RETAIN(m);
     OBJ_RETAIN(req->comm);
     req->module = m;
+    /* Open MPI 4.1's bindings keep the datatypes of a request only while
+     * it is active, and a persistent one is not yet (an allgather whose
+     * datatypes have gaps packs and unpacks with them at every start). */
+    req->args = *args;
+    hold_args(req, 1);
     *request = &req->super.super;
     return OMPI_SUCCESS;
 }
@@ -543,5 +553,5 @@ int ringx_request_serve(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
     if (admit(m, comm, coll, buffers, req, persistent, &rc) != RINGX_SERVE) {
         return rc != OMPI_SUCCESS ? rc : args->hand_on(args, m, comm, persistent, info, request);
     }
-    return persistent ? init_persistent(req, request) : start_nonblocking(req, args, request);
+    return persistent ? init_persistent(req, args, request) : start_nonblocking(req, args, request);
 }

@@ -27,8 +27,9 @@
 
 #include "ringx_test_util.h"
 
+#include <mpi-ext.h>    /* MPIX_..._init: Open MPI 4.1's persistent collectives */
+
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
-#include <mpi-ext.h>
 #define ALLGATHER_INIT MPIX_Allgather_init
 #elif defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5
 #define ALLGATHER_INIT MPI_Allgather_init
