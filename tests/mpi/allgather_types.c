@@ -4,7 +4,9 @@
  * one type signature (MPI allows it), and with datatypes that leave gaps,
  * on the send side, the receive side, both, and in place.
  *
- *   allgather_types [--expect-alg ALG]
+ *   allgather_types [--expect-alg ALG] [--quick]
+ *
+ * --quick leaves out the largest blocks (for valgrind).
  *
  * A rank's block is 3k ints, described per rank and side as 3k MPI_INT,
  * k contiguous(3, MPI_INT), k triples each followed by a 3-int hole, or
@@ -283,15 +285,18 @@ static void run_case(gather_case_t *g)
 int main(int argc, char **argv)
 {
     static const int ks[] = { 0, 1, 5, 337, 30011 };
+    size_t nks = sizeof ks / sizeof ks[0];
     int rank, size, nforms = NUM_FORMS;
     MPI_Comm reversed;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (int i = 1; i + 1 < argc; i++) {
-        if (strcmp(argv[i], "--expect-alg") == 0) {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--expect-alg") == 0 && i + 1 < argc) {
             expect_alg = argv[++i];
+        } else if (strcmp(argv[i], "--quick") == 0) {
+            nks--;                  /* no large blocks (under valgrind) */
         }
     }
     if (rx_pvar_init() != 0 || !rx_component_loaded()) {
@@ -309,7 +314,7 @@ int main(int argc, char **argv)
      * r the send layout (r + c) % 4 and the receive layout (3r + c / 4) % 4;
      * cases 16-19 run in place */
     for (int c = 0; c < 4 * NUM_LAYOUTS + NUM_LAYOUTS && size > 1; c++) {
-        for (size_t s = 0; s < sizeof ks / sizeof ks[0]; s++) {
+        for (size_t s = 0; s < nks; s++) {
             for (int f = 0; f < nforms; f++) {
                 gather_case_t g = { .comm = c % 2 ? reversed : MPI_COMM_WORLD, .k = ks[s],
                                     .form = (enum form)f };
