@@ -126,8 +126,11 @@ static ringx_decision_t decision(const ringx_call_t *c, int direct_ok)
 static void record_choice(const ringx_call_t *c, ringx_decision_t d)
 {
     ringx_count(&mca_coll_ringx_counters.calls[c->coll][d.alg], 1);
-    RINGX_LOG(2, "%s%s%s: %s, %zu bytes, %d ranks, comm id %u (%s)", c->blocking ? "" : "i",
-              ringx_coll_name(c->coll), c->sched.persistent ? "_init" : "", ringx_alg_name(d.alg), ringx_call_bytes(c), c->m->size,
+    int packed = c->sched.pack.dtype != NULL || c->sched.unpack.dtype != NULL;
+
+    RINGX_LOG(2, "%s%s%s: %s, %zu bytes%s, %d ranks, comm id %u (%s)", c->blocking ? "" : "i",
+              ringx_coll_name(c->coll), c->sched.persistent ? "_init" : "", ringx_alg_name(d.alg),
+              ringx_call_bytes(c), packed ? " (datatypes with gaps: packed)" : "", c->m->size,
               (unsigned)c->m->comm_id, d.why);
 }
 
