@@ -337,11 +337,10 @@ void ringx_fill_close(void);
 int ringx_classify_reduction(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                              ringx_reduction_t *red);
 
-/* Whether count elements of dtype form one run of bytes that ringx can
- * move as is; gives the run's start relative to the buffer pointer and the
- * bytes per element.  RINGX_SERVE or RINGX_FALLBACK_DATATYPE. */
-int ringx_classify_contiguous(struct ompi_datatype_t *dtype, int count,
-                              ptrdiff_t *true_lb, size_t *elem_size);
+/* 1 if count elements of dtype form one run of bytes that ringx can move
+ * as is, and where the run starts relative to the buffer pointer; 0 if
+ * the datatype leaves gaps (packed then, ringx_datatype_pack). */
+int ringx_datatype_plain(struct ompi_datatype_t *dtype, int count, ptrdiff_t *true_lb);
 
 /* Copies count elements of dtype at user (a layout with gaps) into or out
  * of bytes packed bytes: at most that many, as MPI's matching rule says

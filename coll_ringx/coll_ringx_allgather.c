@@ -167,16 +167,6 @@ const ringx_alg_impl_t ringx_allgather_algs[] = {
     { RINGX_ALG_COUNT, NULL },
 };
 
-/* Whether count elements of dtype are one run of bytes, and where it
- * starts; if not, the side is packed. */
-static int plain(struct ompi_datatype_t *dtype, int count, ptrdiff_t *lb)
-{
-    size_t extent;
-
-    *lb = 0;
-    return ringx_classify_contiguous(dtype, count, lb, &extent) == RINGX_SERVE;
-}
-
 /* The conversions of sides whose datatypes leave gaps: the result is
  * gathered packed and unpacked at the end; an input with gaps (or, in
  * place, the own block of such a result) is packed into its block of the
@@ -214,8 +204,8 @@ static int prepare(ringx_call_t *c, const void *sbuf, int scount, struct ompi_da
                    mca_coll_ringx_module_t *m, int blocking)
 {
     ptrdiff_t s_lb = 0, r_lb;
-    int r_plain = plain(rdtype, rcount, &r_lb);
-    int s_plain = sbuf == MPI_IN_PLACE || plain(sdtype, scount, &s_lb);
+    int r_plain = ringx_datatype_plain(rdtype, rcount, &r_lb);
+    int s_plain = sbuf == MPI_IN_PLACE || ringx_datatype_plain(sdtype, scount, &s_lb);
     int buffers;
     size_t type_size;
 

@@ -186,23 +186,19 @@ int ringx_classify_reduction(struct ompi_datatype_t *dtype, struct ompi_op_t *op
     return RINGX_SERVE;
 }
 
-int ringx_classify_contiguous(struct ompi_datatype_t *dtype, int count,
-                              ptrdiff_t *true_lb, size_t *elem_size)
+int ringx_datatype_plain(struct ompi_datatype_t *dtype, int count, ptrdiff_t *true_lb)
 {
     ptrdiff_t lb, extent, true_extent;
 
     /* Gaps between or inside elements would make byte ranges carry bytes
      * that are not the user's data. */
+    *true_lb = 0;
     if (!ompi_datatype_is_contiguous_memory_layout(dtype, count > 1 ? count : 2)) {
-        return RINGX_FALLBACK_DATATYPE;
+        return 0;
     }
     ompi_datatype_get_extent(dtype, &lb, &extent);
     ompi_datatype_get_true_extent(dtype, true_lb, &true_extent);
-    if (extent <= 0 || true_extent != extent) {
-        return RINGX_FALLBACK_DATATYPE;
-    }
-    *elem_size = (size_t)extent;
-    return RINGX_SERVE;
+    return extent > 0 && true_extent == extent;
 }
 
 /* ------------------------------------------------------------- packing */
