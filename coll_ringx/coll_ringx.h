@@ -50,6 +50,7 @@ typedef struct mca_coll_ringx_component_t {
     size_t mailbox_bytes;                 /* largest message through a mailbox; 0: none */
     int leaders_flat_ranks;               /* node leaders: flat fan-in up to this many ranks */
     size_t direct_buffer_bytes;           /* direct reads of peers' buffers from here; 0: never */
+    size_t outbox_bytes;                  /* blocking calls' large outboxes; 0: none */
     bool single_copy;                     /* direct reads through UCX's cma transport */
     size_t ucx_rndv_thresh;               /* UCX rendezvous threshold without RDMA; 0: UCX's */
     char *fill;                           /* components that fill empty slots */
@@ -159,6 +160,12 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
 #define RINGX_MAILBOX_COMMS 64
 #define RINGX_MAILBOX_STEPS 16
 #define RINGX_MAILBOX_MAX_BYTES 65536
+/* Blocking calls' large outboxes (coll_ringx_outbox_bytes, at most
+ * RINGX_OUTBOX_MAX_BYTES) for the communicators whose context ids are
+ * below RINGX_LARGE_OUTBOX_COMMS, after the regions of the window: twice
+ * the size per communicator, reserved (virtual) in every process. */
+#define RINGX_LARGE_OUTBOX_COMMS 16
+#define RINGX_OUTBOX_MAX_BYTES (1024 * 1024 * 1024)
 /* Outboxes of nonblocking and persistent calls up to RINGX_POSTED_BYTES,
  * per rank and communicator, used in turn (coll_ringx_osched.c).  256 KiB,
  * up to where blocking calls read the peers' buffers: against reading
@@ -197,9 +204,12 @@ typedef struct ringx_mailbox {
     uint64_t stamp;             /* this communicator's, on its region (coll_ringx_mailbox.c) */
     size_t bytes;               /* data bytes per slot */
     size_t stride;              /* bytes per slot */
-    size_t outbox_at[2];        /* [posted]: where a region's outboxes of that kind start */
+    size_t outbox_at[2];        /* [posted]: where a region's outboxes of that kind start
+                                 * (relative to the region: the large ones lie beyond) */
+    size_t outbox_bytes;        /* data bytes of a blocking call's outbox */
     size_t outbox_stride[2];    /* [posted]: bytes from one outbox of that kind to the next */
-    size_t buffers_from[RINGX_COLL_COUNT]; /* calls this large read the peers' buffers (agreed; 0: never) */
+    size_t buffers_from[2][RINGX_COLL_COUNT]; /* [blocking][coll]: calls this large read the
+                                               * peers' buffers (agreed; 0: never) */
     int single_copy;            /* this rank reads every peer with single copies */
 } ringx_mailbox_t;
 
@@ -668,12 +678,18 @@ enum ringx_mailbox_agree {
     RINGX_MB_BYTES,             /* coll_ringx_mailbox_bytes, and negated: their MAX */
     RINGX_MB_BYTES_NEG,
     RINGX_MB_SINGLE_COPY,       /* single copies to every peer */
-    RINGX_MB_DIRECT,            /* by collective: where its calls read the buffers */
+    RINGX_MB_DIRECT,            /* by collective: where its nonblocking calls read the buffers */
     RINGX_MB_DIRECT_END = RINGX_MB_DIRECT + RINGX_COLL_COUNT - 1,
+    RINGX_MB_BLOCKING_DIRECT,   /* ... and its blocking ones */
+    RINGX_MB_BLOCKING_DIRECT_END = RINGX_MB_BLOCKING_DIRECT + RINGX_COLL_COUNT - 1,
     RINGX_MB_NODE_MIN,          /* the ranks on this rank's node, and negated: their MAX */
     RINGX_MB_NODE_MAX_NEG,
+    RINGX_MB_OUTBOX,            /* coll_ringx_outbox_bytes as laid out, and negated: their MAX */
+    RINGX_MB_OUTBOX_NEG,
     RINGX_MAILBOX_AGREE_INTS
 };
+/* Whether the ranks' settings that lay out the regions are the same. */
+int ringx_mailbox_settings_agree(const int global[RINGX_MAILBOX_AGREE_INTS]);
 void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows, int crowded,
                                int local[RINGX_MAILBOX_AGREE_INTS]);
 int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm,
@@ -807,13 +823,15 @@ static inline int ringx_direct_possible(const mca_coll_ringx_module_t *m)
  * records check. */
 int ringx_direct_single_copy(const mca_coll_ringx_module_t *m);
 
-/* Whether direct reads of a call of bytes (the whole buffer: reduced,
- * gathered, or reduce_scatter_block's input) read the peers' buffers
- * rather than pass through the outboxes; the same answer on every rank. */
+/* Whether direct reads of a blocking (or else nonblocking) call of bytes
+ * (the whole buffer: reduced, gathered, or reduce_scatter_block's input)
+ * read the peers' buffers rather than pass through the outboxes; the same
+ * answer on every rank. */
 static inline int ringx_direct_from_buffers(const mca_coll_ringx_module_t *m, ringx_coll_t coll,
-                                            size_t bytes)
+                                            size_t bytes, int blocking)
 {
-    return m->mailbox.buffers_from[coll] > 0 && bytes >= m->mailbox.buffers_from[coll];
+    size_t from = m->mailbox.buffers_from[blocking != 0][coll];
+    return from > 0 && bytes >= from;
 }
 
 /* A call's direct reads (ringx_direct_t, coll_ringx_sched.h), one at a

@@ -197,14 +197,15 @@ int ringx_call_serve(ringx_call_t *c)
 static int nonblocking_from_buffers(const ringx_call_t *c)
 {
     size_t bytes = ringx_call_bytes(c);
-    return ringx_direct_from_buffers(c->m, c->coll, bytes) ||
-           (c->m->mailbox.buffers_from[c->coll] > 0 && bytes >= RINGX_NONBLOCKING_BUFFERS_BYTES);
+    return ringx_direct_from_buffers(c->m, c->coll, bytes, 0) ||
+           (c->m->mailbox.buffers_from[0][c->coll] > 0 && bytes >= RINGX_NONBLOCKING_BUFFERS_BYTES);
 }
 
 /* Through the outboxes, unless its size reads the peers' buffers. */
 static int through_outboxes(const ringx_call_t *c)
 {
-    return ringx_osched_fits(c) && !ringx_direct_from_buffers(c->m, c->coll, ringx_call_bytes(c));
+    return ringx_osched_fits(c) &&
+           !ringx_direct_from_buffers(c->m, c->coll, ringx_call_bytes(c), c->blocking);
 }
 
 static int build(ringx_call_t *c, int direct)

@@ -35,6 +35,7 @@
 /* Measured with ringx_bench --load on the development machine (2 cores):
  * see README, "One node under load". */
 #define RINGX_DEFAULT_DIRECT_BUFFER_BYTES (256 * 1024)
+#define RINGX_DEFAULT_OUTBOX_BYTES (4 * 1024 * 1024)
 #define RINGX_MAX_BOUNCE_BUFFERS 64
 /* UCX 1.13's automatic rendezvous threshold over TCP lies below 32 KiB
  * (a 32 KiB message there went faster with any fixed threshold above it).
@@ -82,6 +83,7 @@ mca_coll_ringx_component_t mca_coll_ringx_component = {
     .mailbox_bytes = RINGX_DEFAULT_MAILBOX_BYTES,
     .leaders_flat_ranks = RINGX_DEFAULT_LEADERS_FLAT_RANKS,
     .direct_buffer_bytes = RINGX_DEFAULT_DIRECT_BUFFER_BYTES,
+    .outbox_bytes = RINGX_DEFAULT_OUTBOX_BYTES,
     .single_copy = true,
     .ucx_rndv_thresh = RINGX_DEFAULT_UCX_RNDV_THRESH,
     .output = -1,
@@ -297,6 +299,19 @@ static int ringx_register(void)
         "(see coll_ringx_yield)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->direct_buffer_bytes);
+    register_var("outbox_bytes",
+                 "Size (bytes, at most 1 GiB) of each of the two outboxes through which the "
+                 "blocking calls of the first 16 communicators (context ids below 16) pass "
+                 "their data on one node (algorithm direct_read), in place of the outboxes "
+                 "of coll_ringx_mailbox_bytes (64.9 KiB with its default): a call that fits "
+                 "takes one piece, a synchronisation or two, and where ranks share cores "
+                 "(see coll_ringx_yield) calls up to this size (allgather: this size per "
+                 "rank) go through them rather than read the peers' buffers. Each process "
+                 "reserves twice this per communicator in shared memory (virtual; touched "
+                 "only where calls use it). 0, or no larger than the mailbox outboxes: "
+                 "none. The same on every rank",
+                 MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+                 &c->outbox_bytes);
     register_var("single_copy",
                  "Direct reads out of the peers' buffers (algorithm direct_read from "
                  "coll_ringx_direct_buffer_bytes, or without outboxes: coll_ringx_mailbox_bytes "

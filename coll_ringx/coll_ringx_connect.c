@@ -250,13 +250,14 @@ static void keep_job(mca_coll_ringx_module_t *m, const ringx_connect_t *c)
     ringx_job_record_t *records;
 
     if (!g[M_JOB] || g[M_DIRECT_SETTING] != -g[M_DIRECT_SETTING_NEG] ||
-        g[RINGX_MB_BYTES] != -g[RINGX_MB_BYTES_NEG] ||
+        !ringx_mailbox_settings_agree(g) ||
         (records = job_records(c, m->size)) == NULL) {
         RINGX_LOG(1, "%s: later communicators connect with an agreement (%s)", c->comm->c_name,
                   !g[M_JOB] ? "some process has not mapped the windows of its node or sees the "
                               "nodes differently"
-                            : "the ranks' coll_ringx_mailbox_bytes or "
-                              "coll_ringx_direct_buffer_bytes differ");
+                            : "the ranks' coll_ringx_mailbox_bytes, "
+                              "coll_ringx_outbox_bytes or coll_ringx_direct_buffer_bytes "
+                              "differ");
         return;
     }
     ringx_job_keep(c->comm, records, g[M_SINGLE_COPY]);

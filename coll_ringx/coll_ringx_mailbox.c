@@ -39,7 +39,10 @@
  * then copies each byte it gets once, where a mailbox message is copied
  * by its sender and its receiver.  Each piece waits for every rank, so
  * calls of many pieces read the peers' buffers instead
- * (ringx_direct_from_buffers, coll_ringx_direct.c).
+ * (ringx_direct_from_buffers, coll_ringx_direct.c).  The blocking calls of
+ * the first RINGX_LARGE_OUTBOX_COMMS communicators take large outboxes
+ * (coll_ringx_outbox_bytes), laid out after the regions, so that calls of
+ * a few MiB are one piece.
  */
 #include "coll_ringx.h"
 
@@ -129,6 +132,35 @@ static size_t region_bytes(size_t bytes)
                  : RINGX_DIRECT_RECORD_BYTES;
 }
 
+/* The large outboxes of blocking calls (coll_ringx_outbox_bytes): 0 where
+ * there are none, or they would be no larger than a region's own. */
+static size_t large_outbox_bytes(size_t bytes)
+{
+    size_t large = mca_coll_ringx_component.outbox_bytes;
+
+    large = large > RINGX_OUTBOX_MAX_BYTES ? RINGX_OUTBOX_MAX_BYTES : large;
+    return bytes == 0 || large <= blocking_bytes(bytes) ? 0 : large;
+}
+
+/* The large outboxes come after the regions, two per context id below
+ * RINGX_LARGE_OUTBOX_COMMS: the regions stay small, so the window does not
+ * grow with RINGX_MAILBOX_COMMS times the large size. */
+static size_t large_outboxes_at(size_t bytes)
+{
+    return RINGX_MAILBOX_COMMS * region_bytes(bytes);
+}
+
+static size_t large_outbox_stride(size_t bytes)
+{
+    size_t large = large_outbox_bytes(bytes);
+    return large > 0 ? outbox_stride(large) : 0;
+}
+
+static size_t window_needed(size_t bytes)
+{
+    return large_outboxes_at(bytes) + RINGX_LARGE_OUTBOX_COMMS * 2 * large_outbox_stride(bytes);
+}
+
 _Static_assert(RINGX_OUTBOX_PARTS * FLAG_BYTES <= OUTBOX_DATA_OFFSET,
                "an outbox's flags before its data");
 _Static_assert(RINGX_POSTED_SLOTS * sizeof(uint64_t) <= CACHE_LINE,
@@ -142,10 +174,21 @@ static uint64_t *posted_acks(size_t bytes, char *region)
 /* Where a region's outboxes of a kind start (posted: after the
  * acknowledgements) and how far apart they are: laid out once, at
  * connect, into the mailbox (outbox_in reads it in every turn of a wait). */
-static void lay_out_outboxes(ringx_mailbox_t *mb, size_t bytes)
+static void lay_out_outboxes(ringx_mailbox_t *mb, size_t bytes, uint32_t comm_id)
 {
-    mb->outbox_at[0] = mailboxes_end(bytes);
-    mb->outbox_stride[0] = outbox_stride(blocking_bytes(bytes));
+    size_t large = comm_id < RINGX_LARGE_OUTBOX_COMMS ? large_outbox_bytes(bytes) : 0;
+
+    if (large > 0) {
+        /* the same offset from the communicator's region in every window */
+        mb->outbox_at[0] = large_outboxes_at(bytes) + comm_id * 2 * large_outbox_stride(bytes) -
+                           comm_id * region_bytes(bytes);
+        mb->outbox_stride[0] = large_outbox_stride(bytes);
+        mb->outbox_bytes = large;
+    } else {
+        mb->outbox_at[0] = mailboxes_end(bytes);
+        mb->outbox_stride[0] = outbox_stride(blocking_bytes(bytes));
+        mb->outbox_bytes = blocking_bytes(bytes);
+    }
     mb->outbox_at[1] = posted_acks_at(bytes) + CACHE_LINE;
     mb->outbox_stride[1] = outbox_stride(posted_bytes(bytes));
 }
@@ -160,7 +203,7 @@ static char *outbox_in(const ringx_mailbox_t *mb, char *region, int posted, uint
 
 size_t ringx_mailbox_window_bytes(void)
 {
-    return RINGX_MAILBOX_COMMS * region_bytes(slot_bytes());
+    return window_needed(slot_bytes());
 }
 
 /* Where communicator comm_id's region starts in a window. */
@@ -217,7 +260,7 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
     size_t window_bytes;
     int ok = m->comm_id < RINGX_MAILBOX_COMMS &&
              ringx_ucx_window(&window_bytes) != NULL &&
-             window_bytes >= RINGX_MAILBOX_COMMS * region_bytes(bytes);
+             window_bytes >= window_needed(bytes);
 
     ok = ok && windows != NULL;
     for (int r = 0; ok && r < m->size; r++) {
@@ -236,11 +279,27 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
  * allreduce stays ahead through the outboxes up to 128 KiB (64 KiB: 2.2x
  * against 1.4x).  With more ranks than cores (np 4 and 8), where every
  * read waits for its peer to be scheduled, the outboxes won at 32-128 KiB
- * (allgather np 8 64 KiB: 3.3x against 0.94x).
+ * (allgather np 8 64 KiB: 3.3x against 0.94x).  There, blocking calls that
+ * one large outbox takes pass through it at any size: with OSU's
+ * osu_allreduce and osu_allgather (2 cores, 2026-12-06, medians of 3 runs,
+ * stock time / ringx's), np 4 allreduce 128 KiB - 4 MiB 1.54-3.48x against
+ * 1.13-2.37x reading the buffers from 256 KiB, np 8 1.59-2.56x against
+ * 1.08-2.75x, allgather 1.39-2.40x against 0.87-1.53x; with two busy
+ * processes beside the job 1.65-4.09x against 0.66-2.99x.  A read of a
+ * peer's buffer is a system call, and at np 8 a rank reads 14 of them per
+ * allreduce, each share an eighth of the call.
  */
-static size_t buffers_from(ringx_coll_t coll, int crowded, int set)
+static size_t buffers_from(const mca_coll_ringx_module_t *m, ringx_coll_t coll, int crowded,
+                           int set, int blocking)
 {
     size_t bytes = mca_coll_ringx_component.direct_buffer_bytes;
+    size_t large = m->comm_id < RINGX_LARGE_OUTBOX_COMMS ? large_outbox_bytes(slot_bytes()) : 0;
+
+    if (blocking && !set && crowded && large > 0) {
+        /* what one large outbox takes (allgather: a block per rank) */
+        size_t fits = coll == RINGX_COLL_ALLGATHER ? large * (size_t)m->size : large;
+        return fits >= bytes ? fits + 1 : bytes;
+    }
     return set || coll == RINGX_COLL_ALLREDUCE || crowded ? bytes : 16 * 1024;
 }
 
@@ -461,11 +520,22 @@ void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
     /* single copies to every peer, or no direct reads of buffers */
     local[RINGX_MB_SINGLE_COPY] = ok && node_ranks == m->size && ringx_direct_single_copy(m);
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
-        size_t from = buffers_from((ringx_coll_t)coll, crowded, set);
+        size_t from = buffers_from(m, (ringx_coll_t)coll, crowded, set, 0);
+        size_t blocking_from = buffers_from(m, (ringx_coll_t)coll, crowded, set, 1);
         local[RINGX_MB_DIRECT + coll] = (int)(from > INT_MAX ? INT_MAX : from);
+        local[RINGX_MB_BLOCKING_DIRECT + coll] =
+            (int)(blocking_from > INT_MAX ? INT_MAX : blocking_from);
     }
     local[RINGX_MB_NODE_MIN] = node_ranks;          /* MIN: the fewest ranks on a node */
     local[RINGX_MB_NODE_MAX_NEG] = -node_ranks;     /* MIN: minus the most */
+    local[RINGX_MB_OUTBOX] = (int)large_outbox_bytes(bytes);
+    local[RINGX_MB_OUTBOX_NEG] = -local[RINGX_MB_OUTBOX];
+}
+
+int ringx_mailbox_settings_agree(const int global[RINGX_MAILBOX_AGREE_INTS])
+{
+    return global[RINGX_MB_BYTES] == -global[RINGX_MB_BYTES_NEG] &&
+           global[RINGX_MB_OUTBOX] == -global[RINGX_MB_OUTBOX_NEG];
 }
 
 /* Records and reports the node layout the agreement found. */
@@ -499,11 +569,12 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     char *window = ringx_ucx_window(&window_bytes);
 
     note_layout(m, comm, global);
-    if (!global[RINGX_MB_USABLE] || global[RINGX_MB_BYTES] != -global[RINGX_MB_BYTES_NEG]) {
+    if (!global[RINGX_MB_USABLE] || !ringx_mailbox_settings_agree(global)) {
         RINGX_LOG(2, "%s: no mailboxes, no direct reads (%s)", comm->c_name,
                   !global[RINGX_MB_USABLE] ? "some rank cannot map the window of every peer on "
                                              "its node, or the context id is too large"
-                                           : "coll_ringx_mailbox_bytes differs between ranks");
+                                           : "coll_ringx_mailbox_bytes or coll_ringx_outbox_bytes "
+                                             "differs between ranks");
         return OMPI_SUCCESS;
     }
     mb->remote = calloc((size_t)m->size, sizeof(*mb->remote));
@@ -517,25 +588,29 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     }
     mb->bytes = bytes;
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
-        mb->buffers_from[coll] = ringx_one_node(m) && global[RINGX_MB_SINGLE_COPY]
-                                     ? (size_t)global[RINGX_MB_DIRECT + coll]
-                                     : 0;
+        int reads = ringx_one_node(m) && global[RINGX_MB_SINGLE_COPY];
+        mb->buffers_from[0][coll] = reads ? (size_t)global[RINGX_MB_DIRECT + coll] : 0;
+        mb->buffers_from[1][coll] = reads ? (size_t)global[RINGX_MB_BLOCKING_DIRECT + coll] : 0;
     }
     mb->single_copy = ringx_one_node(m) && ringx_direct_single_copy(m);
     mb->stride = slot_stride(bytes);
     mb->local = region_of(window, m->comm_id, bytes);
-    lay_out_outboxes(mb, bytes);
+    lay_out_outboxes(mb, bytes, m->comm_id);
     mb->stamp = stamp_for(m, comm);
     mb->stamped[m->rank] = 1;
     wait_readers_gone(m->comm_id);
     clear_and_stamp(mb, mb->local, mb->stamp);
     if (ringx_one_node(m)) {
-        RINGX_LOG(2, "%s: direct reads (%s; out of the peers' buffers from %zu / %zu / %zu "
-                     "bytes for allreduce / allgather / reduce_scatter_block, 0: never); "
+        const size_t *blocking = mb->buffers_from[1], *nonblocking = mb->buffers_from[0];
+        RINGX_LOG(2, "%s: direct reads (%s; blocking calls through outboxes of %zu bytes; out "
+                     "of the peers' buffers from %zu / %zu / %zu bytes for allreduce / allgather "
+                     "/ reduce_scatter_block, nonblocking ones from %zu / %zu / %zu, 0: never); "
                      "messages up to %zu bytes go through mailboxes",
-                  comm->c_name, mb->single_copy ? "single copies" : "UCP gets",
-                  mb->buffers_from[RINGX_COLL_ALLREDUCE], mb->buffers_from[RINGX_COLL_ALLGATHER],
-                  mb->buffers_from[RINGX_COLL_REDUCE_SCATTER_BLOCK], bytes);
+                  comm->c_name, mb->single_copy ? "single copies" : "UCP gets", mb->outbox_bytes,
+                  blocking[RINGX_COLL_ALLREDUCE], blocking[RINGX_COLL_ALLGATHER],
+                  blocking[RINGX_COLL_REDUCE_SCATTER_BLOCK], nonblocking[RINGX_COLL_ALLREDUCE],
+                  nonblocking[RINGX_COLL_ALLGATHER], nonblocking[RINGX_COLL_REDUCE_SCATTER_BLOCK],
+                  bytes);
     }
     return OMPI_SUCCESS;
 }
@@ -620,7 +695,7 @@ static uint64_t *outbox_flag(const mca_coll_ringx_module_t *m, int posted, int r
 size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m, int posted)
 {
     size_t bytes = m->mailbox.local != NULL ? m->mailbox.bytes : 0;
-    return posted ? posted_bytes(bytes) : blocking_bytes(bytes);
+    return posted ? posted_bytes(bytes) : bytes > 0 ? m->mailbox.outbox_bytes : 0;
 }
 
 char *ringx_outbox_data(const mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n)

@@ -63,7 +63,7 @@ int ringx_osched_fits(const ringx_call_t *c)
 {
     size_t input = c->count * c->elem_size * units(c), posted = ringx_outbox_bytes(c->m, 1);
     int buffers_cheaper = !c->blocking && c->m->size == 2 &&
-                          c->m->mailbox.buffers_from[c->coll] > 0 && input > posted / 2;
+                          c->m->mailbox.buffers_from[0][c->coll] > 0 && input > posted / 2;
 
     return c->count > 0 && ringx_direct_possible(c->m) && piece_elems(c) > 0 && !buffers_cheaper;
 }
