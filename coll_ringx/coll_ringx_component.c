@@ -280,7 +280,8 @@ static int ringx_register(void)
                  "communicator (64 at most) each process reserves in shared memory 32 slots "
                  "of this size, two outboxes as large as 16 slots through which blocking "
                  "direct reads (algorithm direct_read) pass a piece of each rank's data at a "
-                 "time, and 4 outboxes of 256 KiB (or this size, if larger) for nonblocking "
+                 "time (beyond the first 16 communicators: see coll_ringx_outbox_bytes), "
+                 "and 4 outboxes of 256 KiB (or this size, if larger) for nonblocking "
                  "and persistent ones. 0 also turns the outboxes off and makes direct reads "
                  "read the peers' buffers themselves at every size (allreduce only with "
                  "single copies; it declines otherwise)",
