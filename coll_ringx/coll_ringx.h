@@ -7,6 +7,7 @@
 
 #include "ompi_config.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -114,6 +115,13 @@ extern ringx_counters_t mca_coll_ringx_counters;
 static inline void ringx_count(unsigned long long *counter, unsigned long long n)
 {
     __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+}
+
+/* A size carried in an int of an agreement (MPI_MIN over ints): clamped,
+ * since every threshold beyond INT_MAX bytes means the same there. */
+static inline int ringx_int_clamp(size_t bytes)
+{
+    return bytes > INT_MAX ? INT_MAX : (int)bytes;
 }
 
 /* ------------------------------------------------------------- module */

@@ -220,7 +220,7 @@ static ringx_job_record_t *job_records(const ringx_connect_t *c, int p)
 static int direct_setting(void)
 {
     size_t bytes = mca_coll_ringx_component.direct_buffer_bytes;
-    return !ringx_direct_buffer_bytes_set() ? -1 : bytes > INT_MAX ? INT_MAX : (int)bytes;
+    return !ringx_direct_buffer_bytes_set() ? -1 : ringx_int_clamp(bytes);
 }
 
 /* Collective: every rank takes part, a rank that failed without mailboxes. */

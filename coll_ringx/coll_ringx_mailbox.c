@@ -150,6 +150,13 @@ static size_t large_outboxes_at(size_t bytes)
     return RINGX_MAILBOX_COMMS * region_bytes(bytes);
 }
 
+/* Communicator comm_id's large outbox size: none beyond the first
+ * RINGX_LARGE_OUTBOX_COMMS context ids. */
+static size_t comm_large_outbox_bytes(uint32_t comm_id, size_t bytes)
+{
+    return comm_id < RINGX_LARGE_OUTBOX_COMMS ? large_outbox_bytes(bytes) : 0;
+}
+
 static size_t large_outbox_stride(size_t bytes)
 {
     size_t large = large_outbox_bytes(bytes);
@@ -176,7 +183,7 @@ static uint64_t *posted_acks(size_t bytes, char *region)
  * connect, into the mailbox (outbox_in reads it in every turn of a wait). */
 static void lay_out_outboxes(ringx_mailbox_t *mb, size_t bytes, uint32_t comm_id)
 {
-    size_t large = comm_id < RINGX_LARGE_OUTBOX_COMMS ? large_outbox_bytes(bytes) : 0;
+    size_t large = comm_large_outbox_bytes(comm_id, bytes);
 
     if (large > 0) {
         /* the same offset from the communicator's region in every window */
@@ -293,7 +300,7 @@ static size_t buffers_from(const mca_coll_ringx_module_t *m, ringx_coll_t coll, 
                            int set, int blocking)
 {
     size_t bytes = mca_coll_ringx_component.direct_buffer_bytes;
-    size_t large = m->comm_id < RINGX_LARGE_OUTBOX_COMMS ? large_outbox_bytes(slot_bytes()) : 0;
+    size_t large = comm_large_outbox_bytes(m->comm_id, slot_bytes());
 
     if (blocking && !set && crowded && large > 0) {
         /* what one large outbox takes (allgather: a block per rank) */
@@ -520,11 +527,10 @@ void ringx_mailbox_agree_local(mca_coll_ringx_module_t *m, char *const *windows,
     /* single copies to every peer, or no direct reads of buffers */
     local[RINGX_MB_SINGLE_COPY] = ok && node_ranks == m->size && ringx_direct_single_copy(m);
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
-        size_t from = buffers_from(m, (ringx_coll_t)coll, crowded, set, 0);
-        size_t blocking_from = buffers_from(m, (ringx_coll_t)coll, crowded, set, 1);
-        local[RINGX_MB_DIRECT + coll] = (int)(from > INT_MAX ? INT_MAX : from);
+        local[RINGX_MB_DIRECT + coll] =
+            ringx_int_clamp(buffers_from(m, (ringx_coll_t)coll, crowded, set, 0));
         local[RINGX_MB_BLOCKING_DIRECT + coll] =
-            (int)(blocking_from > INT_MAX ? INT_MAX : blocking_from);
+            ringx_int_clamp(buffers_from(m, (ringx_coll_t)coll, crowded, set, 1));
     }
     local[RINGX_MB_NODE_MIN] = node_ranks;          /* MIN: the fewest ranks on a node */
     local[RINGX_MB_NODE_MAX_NEG] = -node_ranks;     /* MIN: minus the most */
