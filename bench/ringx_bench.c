@@ -652,6 +652,15 @@ static void measure_overlap(const options_t *o, const point_t *pt, buffers_t *b,
                            (ringx_serves ? (unsigned long long)pt->iters : 0));
 }
 
+/* The rounds' spread, and the rounds themselves in order (--json lists
+ * them: a mode that sets in part-way through a run shows there). */
+static void keep_rounds(side_result_t *side, const double *t, int n)
+{
+    side->time = rx_spread_of(t, n);
+    memcpy(side->rounds, t, (size_t)n * sizeof(*t));
+    side->nrounds = n;
+}
+
 static void measure(const options_t *o, const point_t *pt, buffers_t *b, comparison_t *cmp)
 {
     const char *coll = coll_names[pt->coll];
@@ -676,8 +685,8 @@ static void measure(const options_t *o, const point_t *pt, buffers_t *b, compari
         stock_t[r] = time_calls(o, pt, b, stock_comm, pt->iters);
         ratio[r] = stock_t[r] / rx_t[r];
     }
-    rx->time = rx_spread_of(rx_t, o->rounds);
-    stock->time = rx_spread_of(stock_t, o->rounds);
+    keep_rounds(rx, rx_t, o->rounds);
+    keep_rounds(stock, stock_t, o->rounds);
     cmp->ratio = rx_spread_of(ratio, o->rounds);
     stock->valid = all_true(check_output(o, pt, b));
     algorithms_used(coll, before, nalg, rx->alg, sizeof(rx->alg), &rx->served);

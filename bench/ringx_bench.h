@@ -83,6 +83,8 @@ typedef struct buffers {
 typedef struct side_result {
     rx_spread_t time;           /* seconds per call over the rounds (each: mean of N calls,
                                  * max over ranks) */
+    double rounds[RX_MAX_ROUNDS]; /* each round's seconds per call, in the order run */
+    int nrounds;
     double overlap;             /* --overlap: the share of the call hidden by computation */
     int valid;
     char alg[64];               /* ringx algorithm(s) that served the calls */

@@ -190,7 +190,11 @@ static void write_json_side(const char *name, const point_t *pt, const side_resu
     if (with_overlap) {
         fprintf(json, ", \"overlap\": %.4f", s->overlap);
     }
-    fprintf(json, " }%s", last ? "" : ", ");
+    fprintf(json, ", \"rounds_us\": [");
+    for (int r = 0; r < s->nrounds; r++) {
+        fprintf(json, "%s%.3f", r ? ", " : "", s->rounds[r] * 1e6);
+    }
+    fprintf(json, "] }%s", last ? "" : ", ");
 }
 
 static void write_json_record(const options_t *o, const point_t *pt, const comparison_t *c,

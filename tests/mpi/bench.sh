@@ -25,6 +25,12 @@ head -1 "$work/b.csv" | grep -q ',ringx_us_min,ringx_us_max,stock_us_min,stock_u
 # the JSON holds a record per CSV row, and says how it was timed
 [ "$(grep -c '"collective": ' "$work/b.json")" -eq "$(($(wc -l <"$work/b.csv") - 1))" ] ||
     { echo "FAIL: JSON and CSV disagree"; fail=1; }
+# every side of every record lists its 3 rounds in order (--rounds 3)
+[ "$(grep -c '"rounds_us": \[[0-9.]*, [0-9.]*, [0-9.]*\]' "$work/b.json")" -eq \
+    "$(grep -c '"collective": ' "$work/b.json")" ] &&
+    [ "$(grep -o '"rounds_us": \[[0-9.]*, [0-9.]*, [0-9.]*\]' "$work/b.json" | wc -l)" -eq \
+        "$((2 * $(grep -c '"collective": ' "$work/b.json")))" ] ||
+    { echo "FAIL: JSON without each side's rounds"; fail=1; }
 grep -q '"timing": "sync"' "$work/b.json" && grep -q '"validated": true' "$work/b.json" ||
     { echo "FAIL: JSON header or end missing"; fail=1; }
 if command -v gnuplot >/dev/null; then
