@@ -4,8 +4,11 @@
  * Every valid (type, op) pair is checked against a deliberately naive,
  * one-element-at-a-time reference written here, so that a mistake shared
  * with the implementation's macros cannot hide itself.  float16 is checked
- * against the compiler's own _Float16 arithmetic, which is independent of
- * ringx_half.h.  ringx_host_reduce_all is checked against exact results.
+ * against binary16 written here by arithmetic on doubles (frexp, ldexp and
+ * rint rather than ringx_half.h's bit manipulation), itself checked
+ * against the compiler's _Float16 where the compiler has one (GCC 12 and
+ * later on x86; GCC 11, as on Ubuntu 22.04, has none).
+ * ringx_host_reduce_all is checked against exact results.
  */
 #include <check.h>
 #include <math.h>
@@ -14,12 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ringx_half.h"
 #include "ringx_host_reduce.h"
-
-#ifndef __FLT16_MAX__
-#error "check_reduce needs the compiler's _Float16 as the float16 reference (GCC 12 or later)"
-#endif
 
 #define GUARD_BYTES 64
 #define GUARD_FILL  0xA5
@@ -129,19 +127,53 @@ static double random_real(void)
     }
 }
 
+/* ---- the binary16 reference ------------------------------------------ */
+
+/* A double rounded to binary16, to nearest with ties to even: every step
+ * below is exact in double except rint, which rounds once. */
+static uint16_t ref_half_of(double x)
+{
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x), n;
+    int e;
+
+    if (isnan(x))
+        return sign | 0x7E00;
+    if (a < 0x1p-14)                    /* subnormal: units of 2^-24 (1024 is the least normal) */
+        return sign | (uint16_t)rint(a * 0x1p24);
+    frexp(a, &e);                       /* a = m 2^e, 1/2 <= m < 1 */
+    n = rint(ldexp(a, 11 - e));         /* 11 significant bits: 1024 <= n <= 2048 */
+    if (n == 2048) {
+        n = 1024;
+        e++;
+    }
+    if (isinf(a) || e - 1 > 15)
+        return sign | 0x7C00;
+    return sign | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)(n - 1024);
+}
+
+static double ref_half_value(uint16_t h)
+{
+    int exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+    double v = exp == 0    ? ldexp(man, -24)
+               : exp == 31 ? (man ? NAN : INFINITY)
+                           : ldexp(1024 + man, exp - 25);
+    return h & 0x8000 ? -v : v;
+}
+
 /* Specials, subnormals, values that overflow when added or multiplied,
  * and dyadics whose sums are exact. */
-static _Float16 random_half(void)
+static uint16_t random_half(void)
 {
     switch (lcg_next() % 16) {
-    case 0: return (_Float16)INFINITY;
-    case 1: return (_Float16)-INFINITY;
-    case 2: return (_Float16)NAN;
-    case 3: return (_Float16)-0.0;
-    case 4: return (_Float16)(lcg_range(-1023, 1023) * 0x1p-24);    /* subnormal */
-    case 5: return (_Float16)(lcg_range(-65504, 65504));
-    case 6: return (_Float16)(lcg_range(-2047, 2047) * 0x1p-11);
-    default: return (_Float16)(lcg_range(-2000, 2000) / 16.0);
+    case 0: return ref_half_of(INFINITY);
+    case 1: return ref_half_of(-INFINITY);
+    case 2: return ref_half_of(NAN);
+    case 3: return ref_half_of(-0.0);
+    case 4: return ref_half_of(lcg_range(-1023, 1023) * 0x1p-24);    /* subnormal */
+    case 5: return ref_half_of(lcg_range(-65504, 65504));
+    case 6: return ref_half_of(lcg_range(-2047, 2047) * 0x1p-11);
+    default: return ref_half_of(lcg_range(-2000, 2000) / 16.0);
     }
 }
 
@@ -149,7 +181,7 @@ static void random_element(void *p, ringx_type_t t)
 {
     switch (t) {
     case RINGX_TYPE_FLOAT16: {
-        _Float16 x = random_half();
+        uint16_t x = random_half();
         memcpy(p, &x, sizeof x);
         break;
     }
@@ -255,8 +287,25 @@ static void ref_integer(void *d, const void *a, const void *b,
     }
 
 REF_REAL(ref_float, float)
-REF_REAL(ref_half, _Float16)
 REF_REAL(ref_double, double)
+
+/* binary16 computed in double and rounded once: a sum or product of two
+ * halves is exact in double (at most 51 significant bits), so this is the
+ * correctly rounded result; min and max keep an operand's own bits. */
+static void ref_half_element(void *d, const void *a, const void *b, ringx_op_t op)
+{
+    uint16_t x, y, r;
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    switch (op) {
+    case RINGX_OP_SUM:  r = ref_half_of(ref_half_value(x) + ref_half_value(y)); break;
+    case RINGX_OP_PROD: r = ref_half_of(ref_half_value(x) * ref_half_value(y)); break;
+    case RINGX_OP_MIN:  r = ref_half_value(x) < ref_half_value(y) ? x : y; break;
+    case RINGX_OP_MAX:  r = ref_half_value(x) > ref_half_value(y) ? x : y; break;
+    default: ck_abort_msg("ref_half: no reference for op %d", op); return;
+    }
+    memcpy(d, &r, sizeof r);
+}
 
 /* The complex references: (re, im) pairs of T, product written out. */
 #define REF_COMPLEX(name, T)                                            \
@@ -360,7 +409,7 @@ static int half_same(const void *p, const void *q)
     uint16_t x, y;
     memcpy(&x, p, sizeof x);
     memcpy(&y, q, sizeof y);
-    return x == y || (isnan(ringx_half_to_float(x)) && isnan(ringx_half_to_float(y)));
+    return x == y || (isnan(ref_half_value(x)) && isnan(ref_half_value(y)));
 }
 
 static int element_same(const void *p, const void *q, ringx_type_t t)
@@ -866,12 +915,12 @@ START_TEST(test_reduce_all_complex_prod_rounds_once)
 END_TEST
 
 /* float16 sums and products of up to 4 halves (exact in double), rounded
- * once by the compiler's double to _Float16 conversion; and a sum whose
- * rounding through float to half would land on a tie and go wrong. */
+ * once to binary16; and a sum whose rounding through float to half would
+ * land on a tie and go wrong. */
 START_TEST(test_reduce_all_half_rounds_once)
 {
     enum { N = 1000 };
-    static _Float16 in[4][N], got[N];
+    static uint16_t in[4][N], got[N];
     const void *ptrs[4];
     static const ringx_op_t ops[] = { RINGX_OP_SUM, RINGX_OP_PROD };
 
@@ -880,28 +929,76 @@ START_TEST(test_reduce_all_half_rounds_once)
             lcg_seed(0x4A1F + (uint64_t)k * 2 + o);
             for (int j = 0; j < k; j++) {
                 for (int i = 0; i < N; i++)
-                    in[j][i] = (_Float16)ldexp(lcg_range(-2047, 2047), lcg_range(-14, -6));
+                    in[j][i] = ref_half_of(ldexp(lcg_range(-2047, 2047), lcg_range(-14, -6)));
                 ptrs[j] = in[j];
             }
             ringx_host_reduce_all(got, ptrs, k, N, RINGX_TYPE_FLOAT16, ops[o]);
             for (int i = 0; i < N; i++) {
-                double exact = (double)in[0][i];
+                double exact = ref_half_value(in[0][i]);
                 for (int j = 1; j < k; j++)
-                    exact = ops[o] == RINGX_OP_SUM ? exact + (double)in[j][i]
-                                                   : exact * (double)in[j][i];
-                _Float16 want = (_Float16)exact;
+                    exact = ops[o] == RINGX_OP_SUM ? exact + ref_half_value(in[j][i])
+                                                   : exact * ref_half_value(in[j][i]);
+                uint16_t want = ref_half_of(exact);
                 ck_assert_msg(half_same(&got[i], &want), "float16 %s k=%d i=%d: %g want %g",
-                              ringx_op_name(ops[o]), k, i, (double)got[i], (double)want);
+                              ringx_op_name(ops[o]), k, i, ref_half_value(got[i]),
+                              ref_half_value(want));
             }
         }
     }
 
     /* 1 + 2^-11 is the tie between 1 and 1 + 2^-10; 2^-24 more rounds up.
      * In float the sum is itself a tie that goes to 1 + 2^-11. */
-    _Float16 a = 1, b = (_Float16)0x1p-11, c = (_Float16)0x1p-24, r;
+    uint16_t a = ref_half_of(1), b = ref_half_of(0x1p-11), c = ref_half_of(0x1p-24), r;
     const void *abc[3] = { &a, &b, &c };
     ringx_host_reduce_all(&r, abc, 3, 1, RINGX_TYPE_FLOAT16, RINGX_OP_SUM);
-    ck_assert_msg((double)r == 1 + 0x1p-10, "1 + 2^-11 + 2^-24 gave %a", (double)r);
+    ck_assert_msg(ref_half_value(r) == 1 + 0x1p-10, "1 + 2^-11 + 2^-24 gave %a",
+                  ref_half_value(r));
+}
+END_TEST
+
+/* The reference itself: every binary16 value decodes to what its bits
+ * mean and encodes back to them; rounding at the edges (ties to even,
+ * subnormals, overflow); and, where the compiler has _Float16, the same
+ * conversions as the compiler's for every half and many doubles. */
+START_TEST(test_half_reference)
+{
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        double v = ref_half_value((uint16_t)h);
+        ck_assert_msg(isnan(v) ? (h & 0x7C00) == 0x7C00 && (h & 0x3FF) : ref_half_of(v) == h,
+                      "half 0x%04x: %a encodes to 0x%04x", h, v, ref_half_of(v));
+    }
+    ck_assert_uint_eq(ref_half_of(65504), 0x7BFF);
+    ck_assert_uint_eq(ref_half_of(65519.99), 0x7BFF);
+    ck_assert_uint_eq(ref_half_of(65520), 0x7C00);          /* the tie goes to even: infinity */
+    ck_assert_uint_eq(ref_half_of(-1e300), 0xFC00);
+    ck_assert_uint_eq(ref_half_of(1 + 0x1p-11), 0x3C00);    /* tie to even: 1 */
+    ck_assert_uint_eq(ref_half_of(1 + 3 * 0x1p-11), 0x3C02);
+    ck_assert_uint_eq(ref_half_of(0x1p-25), 0x0000);        /* half the least subnormal: tie to 0 */
+    ck_assert_uint_eq(ref_half_of(3 * 0x1p-26), 0x0001);
+    ck_assert_uint_eq(ref_half_of(0x1p-14 - 0x1p-26), 0x0400); /* rounds up to the least normal */
+    ck_assert_uint_eq(ref_half_of(-0.0), 0x8000);
+#ifdef __FLT16_MAX__
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        _Float16 f;
+        uint16_t bits = (uint16_t)h;
+        memcpy(&f, &bits, sizeof f);
+        double v = ref_half_value(bits);
+        ck_assert_msg((isnan(v) && isnan((double)f)) || v == (double)f,
+                      "half 0x%04x: %a, the compiler %a", h, v, (double)f);
+    }
+    lcg_seed(0x16F);
+    for (int i = 0; i < 200000; i++) {
+        double x = ldexp((double)lcg_range(-(1 << 20), 1 << 20), lcg_range(-45, 6));
+        _Float16 f = (_Float16)x;
+        uint16_t bits;
+        memcpy(&bits, &f, sizeof bits);
+        ck_assert_msg(ref_half_of(x) == bits, "%a: 0x%04x, the compiler 0x%04x", x,
+                      ref_half_of(x), bits);
+    }
+#else
+    printf("check_reduce: no _Float16 in this compiler; the binary16 reference is checked "
+           "against its own edge cases only\n");
+#endif
 }
 END_TEST
 
@@ -939,6 +1036,7 @@ static Suite *host_reduce_suite(void)
     tcase_add_test(values, test_reduce_all_float_and_complex_sums_round_once);
     tcase_add_test(values, test_reduce_all_complex_prod_rounds_once);
     tcase_add_test(values, test_reduce_all_half_rounds_once);
+    tcase_add_test(values, test_half_reference);
     tcase_add_test(memory, test_reduce_all_in_place_and_empty);
     tcase_add_test(memory, test_n_zero_writes_nothing);
     tcase_add_test(memory, test_misaligned_starts);
