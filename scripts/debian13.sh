@@ -92,6 +92,9 @@ if [ -d /usr/local/cuda/bin ]; then
     mount_in /usr/local/cuda --bind -o ro "$(readlink -f /usr/local/cuda)"
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+# the host name resolves inside as outside (Open MPI 4.1 waits seconds per
+# launch where it does not)
+cp /etc/hosts "$root/etc/hosts" 2>/dev/null || true
 copy_tree
 
 if [ "$#" -eq 0 ]; then
