@@ -306,8 +306,9 @@ static int ringx_register(void)
                  "their data on one node (algorithm direct_read), in place of the outboxes "
                  "of coll_ringx_mailbox_bytes (64.9 KiB with its default): a call that fits "
                  "takes one piece, a synchronisation or two, and where ranks share cores "
-                 "(see coll_ringx_yield) calls up to this size (allgather: this size per "
-                 "rank) go through them rather than read the peers' buffers. Each process "
+                 "(see coll_ringx_yield) allreduce and reduce_scatter_block calls up to this "
+                 "size, and allgathers of any size (in pieces beyond one), go through them "
+                 "rather than read the peers' buffers. Each process "
                  "reserves twice this per communicator in shared memory (virtual; touched "
                  "only where calls use it). 0, or no larger than the mailbox outboxes: "
                  "none. The same on every rank",

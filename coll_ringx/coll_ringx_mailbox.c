@@ -294,7 +294,14 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
  * 1.08-2.75x, allgather 1.39-2.40x against 0.87-1.53x; with two busy
  * processes beside the job 1.65-4.09x against 0.66-2.99x.  A read of a
  * peer's buffer is a system call, and at np 8 a rank reads 14 of them per
- * allreduce, each share an eighth of the call.
+ * allreduce, each share an eighth of the call.  Allgather passes through
+ * the large outboxes at every size, several pieces beyond one: osu_allgather
+ * of 8-16 MiB per rank (2026-12-06, two runs each, ms per call) took 9.9-24
+ * in pieces against 12.7-31 reading the buffers at np 4, 30-77 against
+ * 55-123 at np 8, and with two busy processes 12-34 against 20-50 (np 4) and
+ * 34-79 against 63-145 (np 8), where the stock collective took 18-52 and
+ * 64-139.  Allreduce in pieces lost under load from 16 MiB (np 4 64 MiB:
+ * 127-128 against 70-81), so it reads the buffers beyond one outbox.
  */
 static size_t buffers_from(const mca_coll_ringx_module_t *m, ringx_coll_t coll, int crowded,
                            int set, int blocking)
@@ -303,9 +310,8 @@ static size_t buffers_from(const mca_coll_ringx_module_t *m, ringx_coll_t coll, 
     size_t large = comm_large_outbox_bytes(m->comm_id, slot_bytes());
 
     if (blocking && !set && crowded && large > 0) {
-        /* what one large outbox takes (allgather: a block per rank) */
-        size_t fits = coll == RINGX_COLL_ALLGATHER ? large * (size_t)m->size : large;
-        return fits >= bytes ? fits + 1 : bytes;
+        /* allgather never reads them (0); the others beyond one outbox */
+        return coll == RINGX_COLL_ALLGATHER ? 0 : large >= bytes ? large + 1 : bytes;
     }
     return set || coll == RINGX_COLL_ALLREDUCE || crowded ? bytes : 16 * 1024;
 }
