@@ -46,7 +46,6 @@ static void allreduce_recv_block(const ringx_ring_t *ring, int step, int block,
         target->direct = NULL;
         target->reduce_dst = b->result + off;
         target->reduce_local = b->input + off;
-        target->dst_read_by_prev_send = 0;
     } else {
         target->direct = b->result + off;
     }

@@ -67,9 +67,7 @@ static int overlaps(const char *a, size_t alen, const char *b, size_t blen)
     return alen && blen && a < b + blen && b < a + alen;
 }
 
-/* Forgets completed sends; 1 if none still reads [buf, +len), 0 if some
- * does, or an error. */
-static int sends_done_reading(ringx_msgs_t *x, const char *buf, size_t len)
+int ringx_msgs_writable(ringx_msgs_t *x, const char *buf, size_t len)
 {
     int clear = 1;
     size_t i = 0;
@@ -106,7 +104,14 @@ static int grow_sends(ringx_msgs_t *x)
     return OMPI_SUCCESS;
 }
 
-static int post_send(ringx_msgs_t *x, int step, size_t seg, int to, const char *buf, size_t len)
+int ringx_msgs_send_room(ringx_msgs_t *x)
+{
+    int rc = ringx_msgs_writable(x, NULL, 0);
+    return rc == 1 ? x->nsends < x->cap_sends : rc;
+}
+
+int ringx_msgs_send_segment(ringx_msgs_t *x, int step, size_t seg, int to, const char *buf,
+                            size_t len)
 {
     int rc = x->nsends == x->cap_sends ? grow_sends(x) : OMPI_SUCCESS;
 
@@ -137,9 +142,9 @@ size_t ringx_msgs_segments(const ringx_msgs_t *x, size_t bytes)
     return (bytes + x->seg_bytes - 1) / x->seg_bytes;
 }
 
-static char *slot_of(const ringx_msgs_t *x, size_t seg)
+char *ringx_msgs_scratch(const ringx_msgs_t *x, size_t n)
 {
-    return x->slots + (seg % (size_t)x->depth) * x->seg_bytes;
+    return x->slots + (n % (size_t)x->depth) * x->seg_bytes;
 }
 
 int ringx_msgs_send(ringx_msgs_t *x, int step, int to, const char *buf, size_t bytes)
@@ -153,7 +158,7 @@ int ringx_msgs_send(ringx_msgs_t *x, int step, int to, const char *buf, size_t b
         return ringx_mailbox_put(x->module, x->mem, to, x->mailbox_seq, step, buf, bytes);
     }
     for (size_t seg = 0; rc == OMPI_SUCCESS && seg < nsend; seg++) {
-        rc = post_send(x, step, seg, to, buf + seg * x->seg_bytes, seg_len(x, bytes, seg));
+        rc = ringx_msgs_send_segment(x, step, seg, to, buf + seg * x->seg_bytes, seg_len(x, bytes, seg));
     }
     return rc;
 }
@@ -167,7 +172,7 @@ static int recv_from_mailbox(ringx_msgs_t *x, int step, char *dst, const char *l
                              size_t bytes)
 {
     const char *data = ringx_mailbox_arrived(x->module, x->mailbox_seq, step);
-    int rc = data != NULL ? sends_done_reading(x, dst, bytes) : RINGX_PENDING;
+    int rc = data != NULL ? ringx_msgs_writable(x, dst, bytes) : RINGX_PENDING;
 
     if (rc != 1) {
         return rc;
@@ -189,18 +194,28 @@ static int recv_from_mailbox(ringx_msgs_t *x, int step, char *dst, const char *l
     return rc == OMPI_SUCCESS ? RINGX_DONE : rc;
 }
 
+int ringx_msgs_post_recv(ringx_msgs_t *x, int step, size_t seg, size_t n, char *dst, size_t len)
+{
+    return ringx_xfer_recv(x->mem, dst, len, tag_of(x, step, seg),
+                           &x->recv_req[n % (size_t)x->depth]);
+}
+
+int ringx_msgs_test_recv(ringx_msgs_t *x, size_t n)
+{
+    return ringx_xfer_test(x->mem, &x->recv_req[n % (size_t)x->depth]);
+}
+
 /* Posts the receive of segment `posted`, if no send still reads where it
  * lands (straight into place; a reduction's lands in a scratch slot); 1
  * posted, 0 not yet, or an error. */
 static int post_recv(ringx_msgs_t *x, int step, char *dst, const char *local, size_t bytes)
 {
     size_t seg = x->posted, off = seg * x->seg_bytes, len = seg_len(x, bytes, seg);
-    char *into = local == NULL ? dst + off : slot_of(x, seg);
-    int rc = local == NULL ? sends_done_reading(x, into, len) : 1;
+    char *into = local == NULL ? dst + off : ringx_msgs_scratch(x, seg);
+    int rc = local == NULL ? ringx_msgs_writable(x, into, len) : 1;
 
     if (rc == 1) {
-        rc = ringx_xfer_recv(x->mem, into, len, tag_of(x, step, seg),
-                             &x->recv_req[seg % (size_t)x->depth]);
+        rc = ringx_msgs_post_recv(x, step, seg, seg, into, len);
         x->posted += rc == OMPI_SUCCESS;
         rc = rc == OMPI_SUCCESS ? 1 : rc;
     }
@@ -212,12 +227,12 @@ static int post_recv(ringx_msgs_t *x, int step, char *dst, const char *local, si
 static int finish_recv(ringx_msgs_t *x, char *dst, const char *local, size_t bytes)
 {
     size_t seg = x->done, off = seg * x->seg_bytes, len = seg_len(x, bytes, seg);
-    int rc = ringx_xfer_test(x->mem, &x->recv_req[seg % (size_t)x->depth]);
+    int rc = ringx_msgs_test_recv(x, seg);
 
     if (rc == 1 && local != NULL) {
-        rc = sends_done_reading(x, dst + off, len);
+        rc = ringx_msgs_writable(x, dst + off, len);
         if (rc == 1) {
-            rc = ringx_mem_reduce(x->mem, dst + off, local + off, slot_of(x, seg),
+            rc = ringx_mem_reduce(x->mem, dst + off, local + off, ringx_msgs_scratch(x, seg),
                                   len / x->elem_size, x->red.type, x->red.op);
             rc = rc == OMPI_SUCCESS ? 1 : rc;
         }
@@ -277,7 +292,7 @@ static int needs_handshake(size_t total_bytes)
 static int sends_complete(void *msgs)
 {
     ringx_msgs_t *x = msgs;
-    int rc = sends_done_reading(x, NULL, 0);
+    int rc = ringx_msgs_writable(x, NULL, 0);
     return rc < 0 ? rc : x->nsends == 0;
 }
 

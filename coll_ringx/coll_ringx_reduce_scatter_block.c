@@ -42,7 +42,6 @@ static void rsb_recv_block(const ringx_ring_t *ring, int step, int block,
     target->direct = NULL;
     target->reduce_local = b->input + ringx_block_bytes_offset(ring, block);
     target->reduce_dst = last && b->result ? b->result : b->partial[step & 1];
-    target->dst_read_by_prev_send = target->reduce_dst != b->result;
 }
 
 /* In place, the last step cannot write rbuf's first block while a send

@@ -6,14 +6,16 @@
  * segments ahead; as soon as segment k of step t has arrived (and been
  * reduced), segment k of step t+1 is sent on.  So the reduction of one
  * segment overlaps the transfer of the next, and successive steps overlap
- * too: the ring never waits for a whole block.
+ * too: the ring never waits for a whole block.  The walk only paces the
+ * segments: they travel as the call's messages (ringx_msgs_t,
+ * coll_ringx_link.c), which keep the pending sends, the receive slots and
+ * scratch, and end the call.
  */
 #include "coll_ringx.h"
 
-#include <stdlib.h>
 #include <string.h>
 
-enum { RING_RUN, RING_SENDS, RING_HANDSHAKE, RING_DONE };
+enum { RING_RUN, RING_FINISH, RING_DONE };
 
 typedef ringx_ring_cursor_t ring_cursor_t;
 
@@ -54,29 +56,15 @@ static size_t seg_elems_at(const ringx_ring_t *ring, int block, size_t seg)
     return ringx_segment_count(block_elems(ring, block), ring->walk.seg_elems, seg);
 }
 
-static uint64_t tag_of(const ringx_ring_t *ring, int step, size_t seg)
-{
-    return ringx_tag_data(ring->module->comm_id, ring->walk.seq, (uint32_t)step, seg);
-}
-
-static ringx_xfer_t *send_slot(ringx_ring_t *ring, int step, size_t seg)
-{
-    return &ring->walk.send_req[(size_t)(step & 1) * ring->walk.max_segs + seg];
-}
-
-/* Sends segment seg of the block that step sends; its slot is free (the
- * caller saw the send of step-2 complete). */
+/* Sends segment seg of the block that step sends. */
 static int post_send(ringx_ring_t *ring, int step, size_t seg)
 {
     ringx_ring_walk_t *w = &ring->walk;
     int block = ringx_ring_send_block(ring->module->rank, ring->module->size, step, ring->shift);
     size_t len = seg_elems_at(ring, block, seg) * ring->elem_size;
     const char *src = ring->send_block(ring, step, block) + seg * w->seg_bytes;
-    int rc = ringx_xfer_send(ring->mem, w->right, src, len, tag_of(ring, step, seg),
-                             send_slot(ring, step, seg));
 
-    ring->bytes_sent += rc == OMPI_SUCCESS ? len : 0;
-    return rc;
+    return ringx_msgs_send_segment(&ring->msgs, step, seg, w->right, src, len);
 }
 
 static int post_recv(ringx_ring_t *ring)
@@ -85,33 +73,34 @@ static int post_recv(ringx_ring_t *ring)
     ring_cursor_t c = w->next_post;
     int block = recv_block_of(ring, c.step);
     size_t len = seg_elems_at(ring, block, c.seg) * ring->elem_size;
-    size_t slot = w->posted % (size_t)w->depth;
     ringx_ring_recv_target_t target;
     char *dst;
 
     ring->recv_block(ring, c.step, block, &target);
-    dst = target.direct ? target.direct + c.seg * w->seg_bytes : w->slots + slot * w->seg_bytes;
+    dst = target.direct ? target.direct + c.seg * w->seg_bytes
+                        : ringx_msgs_scratch(&ring->msgs, w->posted);
     cursor_advance(ring, &w->next_post);
-    w->posted++;
-    return ringx_xfer_recv(ring->mem, dst, len, tag_of(ring, c.step, c.seg), &w->recv_req[slot]);
+    return ringx_msgs_post_recv(&ring->msgs, c.step, c.seg, w->posted++, dst, len);
 }
 
 /*
- * Whether the next segment to finish can be finished now: it has arrived,
- * and the send of the same segment two steps back, whose slot its onward
- * send takes and whose source its reduction may overwrite, has completed.
- * 1, 0 or an error.
+ * Whether the next segment to finish can be finished now: it has arrived;
+ * to reduce, no pending send still reads where the reduction writes; and
+ * its onward send has room.  1, 0 or an error.
  */
 static int ready_to_finish(ringx_ring_t *ring, const ringx_ring_recv_target_t *target)
 {
     ringx_ring_walk_t *w = &ring->walk;
     ring_cursor_t c = w->next_done;
-    int rc = ringx_xfer_test(ring->mem, &w->recv_req[w->done % (size_t)w->depth]);
-    int needs_slot = c.step + 1 < ring->nsteps ||
-                     (target->direct == NULL && target->dst_read_by_prev_send);
+    int block = recv_block_of(ring, c.step);
+    int rc = ringx_msgs_test_recv(&ring->msgs, w->done);
 
-    if (rc == 1 && needs_slot && c.step > 0) {
-        rc = ringx_xfer_test(ring->mem, send_slot(ring, c.step - 1, c.seg));
+    if (rc == 1 && target->direct == NULL) {
+        rc = ringx_msgs_writable(&ring->msgs, target->reduce_dst + c.seg * w->seg_bytes,
+                                 seg_elems_at(ring, block, c.seg) * ring->elem_size);
+    }
+    if (rc == 1 && c.step + 1 < ring->nsteps) {
+        rc = ringx_msgs_send_room(&ring->msgs);
     }
     return rc;
 }
@@ -122,13 +111,13 @@ static int finish_recv(ringx_ring_t *ring, const ringx_ring_recv_target_t *targe
     ringx_ring_walk_t *w = &ring->walk;
     ring_cursor_t c = w->next_done;
     int block = recv_block_of(ring, c.step);
-    size_t slot = w->done % (size_t)w->depth;
     int rc = OMPI_SUCCESS;
 
     if (target->direct == NULL) {
         size_t off = c.seg * w->seg_bytes;
         rc = ringx_mem_reduce(ring->mem, target->reduce_dst + off, target->reduce_local + off,
-                              w->slots + slot * w->seg_bytes, seg_elems_at(ring, block, c.seg),
+                              ringx_msgs_scratch(&ring->msgs, w->done),
+                              seg_elems_at(ring, block, c.seg),
                               ring->red.type, ring->red.op);
     }
     cursor_advance(ring, &w->next_done);
@@ -151,29 +140,6 @@ static int post_first_sends(ringx_ring_t *ring)
     return rc;
 }
 
-/* 1 if every send has completed, 0 if some are pending, or an error. */
-static int sends_complete(void *engine)
-{
-    ringx_ring_t *ring = engine;
-    int all = 1;
-    for (size_t i = 0; i < 2 * ring->walk.max_segs; i++) {
-        int rc = ringx_xfer_test(ring->mem, &ring->walk.send_req[i]);
-        if (rc < 0) {
-            return rc;
-        }
-        all &= rc;
-    }
-    return all;
-}
-
-static void release_sends(void *engine)
-{
-    ringx_ring_t *ring = engine;
-    for (size_t i = 0; i < 2 * ring->walk.max_segs; i++) {
-        ringx_xfer_release(ring->mem, &ring->walk.send_req[i]);
-    }
-}
-
 /* Receives kept posted ahead, and every segment that can be finished. */
 static int walk(ringx_ring_t *ring)
 {
@@ -182,7 +148,7 @@ static int walk(ringx_ring_t *ring)
 
     while (w->next_done.step < ring->nsteps) {
         ringx_ring_recv_target_t target;
-        while (w->next_post.step < ring->nsteps && w->posted - w->done < (size_t)w->depth) {
+        while (w->next_post.step < ring->nsteps && w->posted - w->done < (size_t)ring->msgs.depth) {
             if ((rc = post_recv(ring)) != OMPI_SUCCESS) {
                 return rc;
             }
@@ -199,18 +165,9 @@ static int walk(ringx_ring_t *ring)
     return RINGX_DONE;
 }
 
-/* Calls whose whole buffer UCX sends eagerly need no handshake: each send
- * completes once its bytes are out, which needs no more than its receiver
- * to keep receiving. */
-static int eager_only(const ringx_ring_t *ring)
-{
-    return ring->count * ring->elem_size <= ringx_ucx_eager_limit();
-}
-
 int ringx_ring_progress(ringx_ring_t *ring)
 {
     ringx_ring_walk_t *w = &ring->walk;
-    const ringx_handshake_sends_t sends = { sends_complete, release_sends, ring };
     int rc;
 
     switch (w->phase) {
@@ -218,16 +175,10 @@ int ringx_ring_progress(ringx_ring_t *ring)
         if ((rc = walk(ring)) != RINGX_DONE) {
             return rc;
         }
-        w->phase = eager_only(ring) ? RING_SENDS : RING_HANDSHAKE;
+        w->phase = RING_FINISH;
         return ringx_ring_progress(ring);
-    case RING_SENDS:
-        if ((rc = sends_complete(ring)) != 1) {
-            return rc;
-        }
-        w->phase = RING_DONE;
-        return RINGX_DONE;
-    case RING_HANDSHAKE:
-        rc = ringx_handshake_progress(&w->handshake, ring->module, ring->mem, w->seq, &sends);
+    case RING_FINISH:
+        rc = ringx_msgs_finish(&ring->msgs, ring->count * ring->elem_size);
         w->phase = rc == RINGX_DONE ? RING_DONE : w->phase;
         return rc;
     default:
@@ -239,75 +190,53 @@ int ringx_ring_progress(ringx_ring_t *ring)
  * sends are left to UCX. */
 void ringx_ring_abandon(ringx_ring_t *ring)
 {
-    ringx_ring_walk_t *w = &ring->walk;
-
     RINGX_LOG(1, "ring walk failed; outstanding transfers dropped");
-    for (int i = 0; i < w->depth; i++) {
-        ringx_xfer_abandon(ring->mem, &w->recv_req[i]);
-    }
-    for (size_t i = 0; w->send_req != NULL && i < 2 * w->max_segs; i++) {
-        ringx_xfer_abandon(ring->mem, &w->send_req[i]);
-    }
-    ringx_handshake_abandon(&w->handshake);
+    ringx_msgs_abandon(&ring->msgs);
 }
 
 void ringx_ring_release(ringx_ring_t *ring)
 {
-    free(ring->heap_send_req);
-    ring->heap_send_req = NULL;
-    ring->heap_send_req_count = 0;
-    ring->walk.send_req = NULL;
+    ringx_msgs_release(&ring->msgs);
 }
 
-/* The walk's sizes, and its send slots: inline, or kept on the heap. */
+/* The walk's sizes, and room for its sends: those of two consecutive
+ * steps, as many as segment k of step t+1 can leave before segment k of
+ * step t-1 has been received. */
 int ringx_ring_prepare(ringx_ring_t *ring)
 {
     ringx_ring_walk_t *w = &ring->walk;
+    ringx_msgs_t *x = &ring->msgs;
     size_t largest_block = ringx_block_count(ring->count, ring->module->size, 0);
-    size_t slots;
+    int rc;
 
-    w->seg_elems = ringx_segment_elems(mca_coll_ringx_component.segment_size, ring->elem_size);
-    w->seg_bytes = w->seg_elems * ring->elem_size;
-    w->depth = mca_coll_ringx_component.pipeline_depth;
+    if (x->module == NULL) {            /* the build left it zeroed */
+        ringx_msgs_init(x, ring->module, ring->mem, ring->red, ring->elem_size);
+        x->mailboxes = 0;
+    }
+    if ((rc = ringx_msgs_prepare(x, ring->reduce_steps > 0)) != OMPI_SUCCESS) {
+        return rc;
+    }
+    w->seg_bytes = x->seg_bytes;
+    w->seg_elems = x->seg_bytes / ring->elem_size;
     w->max_segs = ringx_segment_total(largest_block, w->seg_elems);
-    slots = 2 * w->max_segs;
-    if (slots <= sizeof(w->inline_send_req) / sizeof(ringx_xfer_t)) {
-        w->send_req = w->inline_send_req;
-    } else {
-        if (ring->heap_send_req_count < slots) {
-            free(ring->heap_send_req);
-            ring->heap_send_req = malloc(slots * sizeof(ringx_xfer_t));
-            ring->heap_send_req_count = ring->heap_send_req != NULL ? slots : 0;
-        }
-        w->send_req = ring->heap_send_req;
-    }
-    w->slots = NULL;
-    if (ring->reduce_steps > 0) {
-        w->slots = ringx_mem_scratch(ring->mem, RINGX_SCRATCH_SEGMENTS,
-                                     (size_t)w->depth * w->seg_bytes);
-    }
-    return w->send_req == NULL || (ring->reduce_steps > 0 && w->slots == NULL)
-               ? OMPI_ERR_OUT_OF_RESOURCE
-               : OMPI_SUCCESS;
+    return ringx_msgs_reserve(x, 2 * w->max_segs);
 }
 
 int ringx_ring_start(ringx_ring_t *ring, uint32_t seq)
 {
     mca_coll_ringx_module_t *m = ring->module;
     ringx_ring_walk_t *w = &ring->walk;
-    int left = (m->rank + m->size - 1) % m->size, right = (m->rank + 1) % m->size;
     int rc;
 
     memset(w, 0, sizeof(*w));
     if ((rc = ringx_ring_prepare(ring)) != OMPI_SUCCESS) {
         return rc;
     }
-    memset(w->send_req, 0, 2 * w->max_segs * sizeof(ringx_xfer_t));
-    w->left = m->peers[left];
-    w->right = m->peers[right];
-    ringx_handshake_add(&w->handshake, 1, right);
-    ringx_handshake_add(&w->handshake, 0, left);
-    w->seq = seq;
+    ringx_msgs_start(&ring->msgs, seq);
+    w->left = (m->rank + m->size - 1) % m->size;
+    w->right = (m->rank + 1) % m->size;
+    ringx_handshake_add(&ring->msgs.handshake, 1, w->right);
+    ringx_handshake_add(&ring->msgs.handshake, 0, w->left);
     if (ring->count == 0) {
         w->phase = RING_DONE;           /* nothing moves, on any rank */
         return OMPI_SUCCESS;

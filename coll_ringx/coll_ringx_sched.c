@@ -156,7 +156,7 @@ void ringx_sched_release(ringx_sched_t *s)
 
 void ringx_sched_cleanup(ringx_sched_t *s)
 {
-    size_t *sent = s->engine == RINGX_ENGINE_RING       ? &s->u.ring.bytes_sent
+    size_t *sent = s->engine == RINGX_ENGINE_RING       ? &s->u.ring.msgs.bytes_sent
                    : s->engine == RINGX_ENGINE_EXCHANGE ? &s->u.xs.msgs.bytes_sent
                    : s->engine == RINGX_ENGINE_DIRECT   ? &s->u.ds.bytes_sent
                    : s->engine == RINGX_ENGINE_OUTBOX   ? &s->u.os.bytes_sent

@@ -83,77 +83,6 @@ int ringx_handshake_progress(ringx_handshake_t *h, struct mca_coll_ringx_module_
                              const ringx_handshake_sends_t *sends);
 void ringx_handshake_abandon(ringx_handshake_t *h);
 
-/* --------------------------------------------------------------- ring */
-
-/*
- * One ring walk (see ringx_schedule.h): nsteps steps over the p blocks of
- * count elements; the first reduce_steps steps receive into scratch slots
- * and reduce, the rest receive straight into place.  The collective says
- * where each block is read from and written to.
- */
-typedef struct ringx_ring ringx_ring_t;
-
-typedef struct ringx_ring_recv_target {
-    char *direct;              /* receive straight here, or NULL to reduce: */
-    char *reduce_dst;          /*   reduce_dst = reduce_local op received */
-    const char *reduce_local;
-    int dst_read_by_prev_send; /* reduce_dst is the source of step t-1's send */
-} ringx_ring_recv_target_t;
-
-typedef struct ringx_ring_cursor {
-    int step;
-    size_t seg;
-} ringx_ring_cursor_t;
-
-/* The walk's running state (coll_ringx_ring.c). */
-typedef struct ringx_ring_walk {
-    int phase;
-    ringx_peer_t *left;         /* sends to this rank */
-    ringx_peer_t *right;        /* receives from this rank */
-    size_t seg_elems;
-    size_t seg_bytes;
-    uint32_t seq;
-    int depth;                  /* receive window, in segments */
-    ringx_xfer_t recv_req[RINGX_MAX_PIPELINE_DEPTH];  /* by receive number % depth */
-    char *slots;                /* [depth] segments of scratch, for reducing steps */
-    ringx_ring_cursor_t next_post;
-    ringx_ring_cursor_t next_done;
-    size_t posted;
-    size_t done;
-    size_t max_segs;            /* segments of the largest block */
-    ringx_xfer_t *send_req;     /* [2][max_segs]: the sends of two consecutive steps */
-    ringx_xfer_t inline_send_req[8];  /* send_req when that is enough, else heap_send_req */
-    ringx_handshake_t handshake;
-} ringx_ring_walk_t;
-
-struct ringx_ring {
-    struct mca_coll_ringx_module_t *module;
-    ringx_mem_t *mem;
-    int nsteps;
-    int reduce_steps;
-    int shift;
-    size_t count;              /* elements in all p blocks together */
-    size_t elem_size;
-    ringx_reduction_t red;
-    void *ctx;                 /* the collective's own state */
-    const char *(*send_block)(const ringx_ring_t *ring, int step, int block);
-    void (*recv_block)(const ringx_ring_t *ring, int step, int block,
-                       ringx_ring_recv_target_t *target);
-    size_t bytes_sent;
-    ringx_xfer_t *heap_send_req;       /* kept from one start to the next */
-    size_t heap_send_req_count;
-    ringx_ring_walk_t walk;
-};
-
-/* Prepare: what the walk needs allocated (before the first start, or by
- * it); start: the walk's first transfers.  Release frees what prepare
- * allocated. */
-int ringx_ring_prepare(ringx_ring_t *ring);
-int ringx_ring_start(ringx_ring_t *ring, uint32_t seq);
-int ringx_ring_progress(ringx_ring_t *ring);
-void ringx_ring_abandon(ringx_ring_t *ring);
-void ringx_ring_release(ringx_ring_t *ring);
-
 /* ------------------------------------------------------ exchange steps */
 
 /*
@@ -242,6 +171,85 @@ void ringx_msgs_next_recv(ringx_msgs_t *x);
 int ringx_msgs_finish(ringx_msgs_t *x, size_t total_bytes);
 void ringx_msgs_abandon(ringx_msgs_t *x);
 void ringx_msgs_release(ringx_msgs_t *x);
+
+/* One segment at a time, for an engine that paces segments itself (the
+ * ring walk), over UCX: segment seg of step's message.  Receive n (the
+ * engine's count) takes receive slot n % depth and, to be reduced, scratch
+ * segment n % depth; the engine keeps at most depth of them in flight. */
+int ringx_msgs_send_segment(ringx_msgs_t *x, int step, size_t seg, int to, const char *buf,
+                            size_t len);
+int ringx_msgs_post_recv(ringx_msgs_t *x, int step, size_t seg, size_t n, char *dst, size_t len);
+/* 1 once receive n has arrived, 0 if not yet, or an error. */
+int ringx_msgs_test_recv(ringx_msgs_t *x, size_t n);
+char *ringx_msgs_scratch(const ringx_msgs_t *x, size_t n);
+/* 1 if no pending send reads [buf, +len) (completed sends are forgotten),
+ * 0 if one does, or an error. */
+int ringx_msgs_writable(ringx_msgs_t *x, const char *buf, size_t len);
+/* 1 if one more send fits the room reserved, 0 until some send completes,
+ * or an error. */
+int ringx_msgs_send_room(ringx_msgs_t *x);
+
+/* --------------------------------------------------------------- ring */
+
+/*
+ * One ring walk (see ringx_schedule.h): nsteps steps over the p blocks of
+ * count elements; the first reduce_steps steps receive into scratch slots
+ * and reduce, the rest receive straight into place.  The collective says
+ * where each block is read from and written to.  The walk paces segments
+ * itself; its messages go through a ringx_msgs_t, segment by segment.
+ */
+typedef struct ringx_ring ringx_ring_t;
+
+typedef struct ringx_ring_recv_target {
+    char *direct;              /* receive straight here, or NULL to reduce: */
+    char *reduce_dst;          /*   reduce_dst = reduce_local op received */
+    const char *reduce_local;
+} ringx_ring_recv_target_t;
+
+typedef struct ringx_ring_cursor {
+    int step;
+    size_t seg;
+} ringx_ring_cursor_t;
+
+/* The walk's running state (coll_ringx_ring.c). */
+typedef struct ringx_ring_walk {
+    int phase;
+    int left;                   /* the rank this one receives from */
+    int right;                  /* the rank this one sends to */
+    size_t seg_elems;
+    size_t seg_bytes;
+    size_t max_segs;            /* segments of the largest block */
+    ringx_ring_cursor_t next_post;
+    ringx_ring_cursor_t next_done;
+    size_t posted;              /* receives posted, in the walk's order */
+    size_t done;                /* receives finished */
+} ringx_ring_walk_t;
+
+struct ringx_ring {
+    struct mca_coll_ringx_module_t *module;
+    ringx_mem_t *mem;
+    int nsteps;
+    int reduce_steps;
+    int shift;
+    size_t count;              /* elements in all p blocks together */
+    size_t elem_size;
+    ringx_reduction_t red;
+    void *ctx;                 /* the collective's own state */
+    const char *(*send_block)(const ringx_ring_t *ring, int step, int block);
+    void (*recv_block)(const ringx_ring_t *ring, int step, int block,
+                       ringx_ring_recv_target_t *target);
+    ringx_msgs_t msgs;         /* set up by the first prepare, kept from one start to the next */
+    ringx_ring_walk_t walk;
+};
+
+/* Prepare: what the walk needs allocated (before the first start, or by
+ * it); start: the walk's first transfers.  Release frees what prepare
+ * allocated. */
+int ringx_ring_prepare(ringx_ring_t *ring);
+int ringx_ring_start(ringx_ring_t *ring, uint32_t seq);
+int ringx_ring_progress(ringx_ring_t *ring);
+void ringx_ring_abandon(ringx_ring_t *ring);
+void ringx_ring_release(ringx_ring_t *ring);
 
 /* The steps' running state (coll_ringx_exchange.c). */
 typedef struct ringx_exchange {
