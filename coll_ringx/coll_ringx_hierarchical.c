@@ -25,8 +25,8 @@
  *                         place j), then a ring reduce-scatter of those
  *                         among the ranks of place j across the nodes.
  *
- * Small calls (the whole buffer up to RINGX_HIER_LEADERS_REDUCE_BYTES or
- * RINGX_HIER_LEADERS_CHUNK_BYTES) go through each node's first rank
+ * Small calls (see through_leaders: allreduce up to 8 KiB, the others up
+ * to 64 or 32 KiB per rank of a node) go through each node's first rank
  * instead, its leader, as coll/han's do: the leader gathers (allgather) or
  * reduces (the others) its node's data along a tree (flat: every rank to
  * the leader, up to 8 ranks per node; binomial beyond), the leaders
@@ -95,22 +95,46 @@ static int start_steps(ringx_call_t *c, size_t total_bytes, ringx_reduction_t re
  * leaders against 24-64 us by recursive doubling, 8 KiB 59 us (the stock
  * collectives 62); at 3 hosts x 2 ranks 30-50 us against 38-67 us up to
  * 4 KiB, but 16 KiB 259 us against the rings' 180: the leaders' recursive
- * doubling moves the whole buffer, which L ranks would share.  Allgather
- * and reduce_scatter_block at 3 hosts x 2 ranks, 12 KiB: 52 and 55 us
- * through the leaders against 83 and 84 us by the rings; at 2 hosts x 2
- * ranks, 16 KiB: 58 us either way. */
+ * doubling moves the whole buffer, which L ranks would share. */
 #define RINGX_HIER_LEADERS_REDUCE_BYTES (8 * 1024)
-#define RINGX_HIER_LEADERS_CHUNK_BYTES (16 * 1024)
+
+/* Allgather and reduce_scatter_block: so many bytes of the whole buffer
+ * per rank of a node (counted up to 4 ranks per node, the most measured).
+ * Measured on 2026-12-06 on test hosts with private memory (3 launches of
+ * ringx_bench each way, the rings against the leaders up to 256 KiB - 2
+ * MiB): at 10 Gbit/s, 3 x 2 allgather 32-128 KiB 199-230 us through the
+ * leaders against 242-340 by the rings, 256 KiB 412 against 346;
+ * reduce_scatter_block 32-64 KiB 213-276 against 297-315, 128 KiB 393
+ * against 297; 2 x 2 alike (allgather 256 KiB 214 against 223); 2 x 4
+ * allgather and reduce_scatter_block ahead through the leaders up to 256
+ * KiB (allgather 121-320 us against 190-438, reduce_scatter_block 78-330
+ * against 127-476).  At 1 Gbit/s, 3 x 2: allgather 32-64 KiB 184-261
+ * against 323-328, 128 KiB alike; reduce_scatter_block 32-64 KiB 160-258
+ * against 231-307, 128 KiB 603 against 461.  The rings gain where each
+ * rank's share of the link counts, the leaders where the latency of every
+ * rank's messages crossing does. */
+#define RINGX_HIER_LEADERS_GATHER_PER_RANK (64 * 1024)
+#define RINGX_HIER_LEADERS_SCATTER_PER_RANK (32 * 1024)
+#define RINGX_HIER_LEADERS_RANKS_COUNTED 4
 
 /* Whether a call of total_bytes (the whole buffer) goes through the
- * leaders; chunks: it passes node chunks on, which needs every node's
- * ranks consecutive. */
-static int through_leaders(const ringx_call_t *c, size_t total_bytes, int chunks)
+ * leaders.  Allgather and reduce_scatter_block pass node chunks on, which
+ * needs every node's ranks consecutive. */
+static int through_leaders(const ringx_call_t *c, size_t total_bytes)
 {
-    if (chunks) {
-        return c->m->nodes.consecutive && total_bytes <= RINGX_HIER_LEADERS_CHUNK_BYTES;
+    const ringx_nodes_t *n = &c->m->nodes;
+    size_t ranks = (size_t)(n->node_ranks < RINGX_HIER_LEADERS_RANKS_COUNTED
+                                ? n->node_ranks
+                                : RINGX_HIER_LEADERS_RANKS_COUNTED);
+
+    switch (c->coll) {
+    case RINGX_COLL_ALLGATHER:
+        return n->consecutive && total_bytes <= ranks * RINGX_HIER_LEADERS_GATHER_PER_RANK;
+    case RINGX_COLL_REDUCE_SCATTER_BLOCK:
+        return n->consecutive && total_bytes <= ranks * RINGX_HIER_LEADERS_SCATTER_PER_RANK;
+    default:
+        return total_bytes <= RINGX_HIER_LEADERS_REDUCE_BYTES;
     }
-    return total_bytes <= RINGX_HIER_LEADERS_REDUCE_BYTES;
 }
 
 /* The radix of the node's tree (ringx_schedule.h): flat, every rank to the
@@ -428,7 +452,7 @@ int ringx_hier_build_allreduce(ringx_call_t *c, ringx_alg_t alg)
 {
     ringx_xsched_t *s = &c->sched.u.xs;
     const ringx_nodes_t *n = &c->m->nodes;
-    int leaders = through_leaders(c, c->count * c->elem_size, 0);
+    int leaders = through_leaders(c, c->count * c->elem_size);
     int pieces = leaders ? 1 : allreduce_pieces(c, n);
     int rc = start_steps(c, c->count * c->elem_size, c->red,
                          leaders ? leaders_steps(n, 0)
@@ -454,7 +478,7 @@ int ringx_hier_build_allgather(ringx_call_t *c, ringx_alg_t alg)
     const ringx_nodes_t *n = &c->m->nodes;
     int L = n->node_ranks, N = n->nnodes;
     size_t bb = c->count * c->elem_size;
-    int leaders = through_leaders(c, bb * (size_t)c->m->size, 1);
+    int leaders = through_leaders(c, bb * (size_t)c->m->size);
     int rc = start_steps(c, bb * (size_t)c->m->size, RINGX_NO_REDUCTION,
                          leaders ? leaders_steps(n, 1) : ringx_layout_steps_gather(N, L));
 
@@ -535,7 +559,7 @@ int ringx_hier_build_reduce_scatter_block(ringx_call_t *c, ringx_alg_t alg)
     const ringx_nodes_t *n = &c->m->nodes;
     size_t bb = c->count * c->elem_size, total = bb * (size_t)c->m->size;
     char *acc = ringx_mem_scratch(&c->mem, RINGX_SCRATCH_BLOCKS, total + 1);
-    int leaders = through_leaders(c, total, 1);
+    int leaders = through_leaders(c, total);
     int steps = leaders ? leaders_steps(n, 1) : ringx_layout_steps_gather(n->nnodes, n->node_ranks);
     int rc = acc == NULL ? OMPI_ERR_OUT_OF_RESOURCE : start_steps(c, total, c->red, steps);
 

@@ -28,7 +28,7 @@
 #     layout counted (comms_hierarchical, comms_uneven), and the small
 #     blocking calls at 3 x 2 and 2 x 3 counted by the mailbox pvars, the
 #     hierarchical allgathers and reduce_scatter_blocks beyond the leaders'
-#     16 KiB and allreduces from 1 MiB at 3 x 2 (in pieces) by the sent_ahead
+#     sizes and allreduces from 1 MiB at 3 x 2 (in pieces) by the sent_ahead
 #     pvars (their phases overlap);
 #   * the quick matrix under valgrind on 2 private hosts x 2 ranks: no
 #     error or leak record with a ringx frame;
@@ -205,11 +205,13 @@ forced_run neighbor ring neighbor_exchange ring --quick
 # Blocking calls of up to the mailbox size: the ranks of a node exchange
 # through mailboxes (--expect-node-mailbox; none for nonblocking calls).
 np=6 hosts_args=$(hostfile "$work/h3" 2 2 2)
+# Beyond the leaders (64 KiB per rank of a node for allgather, 32 for
+# reduce_scatter_block) the node rings' messages leave ahead of their steps.
 forced_run hier-3x2 hierarchical hierarchical hierarchical --expect-node-mailbox 4096 \
-    --expect-sent-ahead 16384
+    --expect-sent-ahead 65536 --expect-sent-ahead allgather:131072
 np=6 hosts_args=$(hostfile "$work/h2" 3 3)
 forced_run hier-2x3-nb hierarchical hierarchical hierarchical --nonblocking \
-    --expect-node-mailbox 4096 --expect-sent-ahead 16384
+    --expect-node-mailbox 4096 --expect-sent-ahead 98304 --expect-sent-ahead allgather:196608
 # the leaders' binomial trees (beyond coll_ringx_leaders_flat_ranks ranks
 # per node; 2 x 37 below), here at 4 ranks per node
 np=8 hosts_args=$(hostfile "$work/h2" 4 4)
@@ -231,7 +233,7 @@ bench=${RINGX_BENCH:-$bindir/../../bench/ringx_bench}
 # More ranks than a schedule holds steps itself (72): 2 hosts x 37 ranks,
 # the benchmark up to 64 KiB, every result validated and every call of the
 # three collectives served by the hierarchical algorithms (rings of up to
-# p - 1 = 73 steps; through the leaders' trees up to 8 or 16 KiB).
+# p - 1 = 73 steps; through the leaders' trees up to 8 KiB, 128 or 256 KiB).
 run many 74 "$(hostfile "$work/h2" 37 37)" "" "$bench" --max-bytes 64K --rounds 1 --time 0.005
 expect many "^# ringx vs stock .*np=74 (2 nodes, 37 ranks per node)" "no layout of 2 x 37 ranks"
 expect many "^# all results validated" "wrong results at 2 hosts x 37 ranks"

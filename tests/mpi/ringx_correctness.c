@@ -45,11 +45,13 @@
  *                                  coll_ringx_COLL_mailbox (the ranks of a
  *                                  node exchange through mailboxes), every
  *                                  nonblocking or persistent one must not
- *   --expect-sent-ahead BYTES      on communicators across nodes with the
+ *   --expect-sent-ahead [COLL:]BYTES
+ *                                  on communicators across nodes with the
  *                                  same rank count (>= 2) on each, every
  *                                  served allgather and
- *                                  reduce_scatter_block of more than BYTES
- *                                  in all, and allreduce of 1 MiB or more,
+ *                                  reduce_scatter_block (or COLL) of more
+ *                                  than BYTES in all (beyond the leaders),
+ *                                  and allreduce of 1 MiB or more,
  *                                  must be counted by
  *                                  coll_ringx_COLL_sent_ahead (the
  *                                  hierarchical rings: the node ring's
@@ -1172,7 +1174,7 @@ typedef struct options {
     bool expect_staged;
     long expect_mailbox;        /* -1: not checked */
     long expect_node_mailbox;   /* -1: not checked */
-    long expect_sent_ahead;     /* -1: not checked */
+    long expect_sent_ahead[NUM_COLLS];   /* -1: not checked */
     long expect_buffers_from[NUM_COLLS]; /* -1: not checked */
     bool device;                /* --mem cuda */
     bool nonblocking;           /* MPI_I... and MPI_Wait */
@@ -1185,7 +1187,7 @@ typedef struct options {
 } options_t;
 
 static options_t opts = { .fallback_coll = -1, .expect_mailbox = -1, .expect_node_mailbox = -1,
-                          .expect_sent_ahead = -1,
+                          .expect_sent_ahead = { -1, -1, -1 },
                           .expect_buffers_from = { -1, -1, -1 }, .watchdog_seconds = 120 };
 
 /* ------------------------------------------------------------------ */
@@ -1273,8 +1275,9 @@ static void check_sent_ahead(const case_ctx_t *c, unsigned long long counted)
     size_t total = total_bytes(c);
     bool pieces = c->even_nodes >= 3 && total >= HIER_PIECES_FROM;
 
-    if (c->even_nodes && (COLL_ALLREDUCE == c->coll ? pieces
-                                                    : total > (size_t)opts.expect_sent_ahead)) {
+    if (c->even_nodes && (COLL_ALLREDUCE == c->coll
+                              ? pieces
+                              : total > (size_t)opts.expect_sent_ahead[c->coll])) {
         rx_check(&c->call, 1 == counted,
                  "coll_ringx_%s_sent_ahead grew by %llu for a %zu-byte call across nodes; "
                  "expected 1", coll_names[c->coll], counted, total);
@@ -1340,7 +1343,7 @@ static void check_counters(const case_ctx_t *c, const rx_counters_t *before,
     if (opts.expect_node_mailbox >= 0 && served == 1) {
         check_node_mailbox(c, after->mailbox - before->mailbox);
     }
-    if (opts.expect_sent_ahead >= 0 && served == 1) {
+    if (opts.expect_sent_ahead[c->coll] >= 0 && served == 1) {
         check_sent_ahead(c, after->sent_ahead - before->sent_ahead);
     }
     if (opts.expect_buffers_from[c->coll] >= 0 && served == 1) {
@@ -2034,8 +2037,8 @@ static bool parse_expect_alg(const char *arg)
     return c >= 0;
 }
 
-/* --expect-buffers-from BYTES (every collective) or COLL:BYTES. */
-static bool parse_expect_buffers_from(const char *arg)
+/* BYTES (every collective) or COLL:BYTES, into per_coll. */
+static bool parse_coll_bytes(const char *arg, long *per_coll)
 {
     const char *colon = strchr(arg, ':');
     int c = coll_before(arg, colon);
@@ -2046,7 +2049,7 @@ static bool parse_expect_buffers_from(const char *arg)
     }
     for (int k = 0; k < NUM_COLLS; k++) {
         if (c < 0 || k == c) {
-            opts.expect_buffers_from[k] = bytes;
+            per_coll[k] = bytes;
         }
     }
     return true;
@@ -2133,7 +2136,7 @@ static bool parse_options(int argc, char **argv)
                 return false;
             }
         } else if (0 == strcmp(argv[i], "--expect-sent-ahead") && i + 1 < argc) {
-            if ((opts.expect_sent_ahead = strtol(argv[++i], NULL, 10)) < 0) {
+            if (!parse_coll_bytes(argv[++i], opts.expect_sent_ahead)) {
                 return false;
             }
         } else if (0 == strcmp(argv[i], "--expect-mailbox") && i + 1 < argc) {
@@ -2141,7 +2144,7 @@ static bool parse_options(int argc, char **argv)
                 return false;
             }
         } else if (0 == strcmp(argv[i], "--expect-buffers-from") && i + 1 < argc) {
-            if (!parse_expect_buffers_from(argv[++i])) {
+            if (!parse_coll_bytes(argv[++i], opts.expect_buffers_from)) {
                 return false;
             }
         } else if (0 == strcmp(argv[i], "--mem") && i + 1 < argc) {
