@@ -25,7 +25,7 @@
  *                         place j), then a ring reduce-scatter of those
  *                         among the ranks of place j across the nodes.
  *
- * Small calls (see through_leaders: allreduce up to 8 KiB, the others up
+ * Small calls (see through_leaders: allreduce up to 64 KiB, the others up
  * to 64 or 32 KiB per rank of a node) go through each node's first rank
  * instead, its leader, as coll/han's do: the leader gathers (allgather) or
  * reduces (the others) its node's data along a tree (flat: every rank to
@@ -90,13 +90,19 @@ static int start_steps(ringx_call_t *c, size_t total_bytes, ringx_reduction_t re
 /* ------------------------------------------------------------ leaders */
 
 /* The largest calls (the whole buffer) that go through the leaders.
- * Timed one by one (ringx_bench --write-rules, test hosts at 1 Gbit/s):
- * at 2 hosts x 2 ranks, allreduce 8 B - 4 KiB 22-29 us through the
- * leaders against 24-64 us by recursive doubling, 8 KiB 59 us (the stock
- * collectives 62); at 3 hosts x 2 ranks 30-50 us against 38-67 us up to
- * 4 KiB, but 16 KiB 259 us against the rings' 180: the leaders' recursive
- * doubling moves the whole buffer, which L ranks would share. */
-#define RINGX_HIER_LEADERS_REDUCE_BYTES (8 * 1024)
+ * Allreduce: first timed one by one (ringx_bench --write-rules, test
+ * hosts at 1 Gbit/s): at 2 hosts x 2 ranks, 8 B - 4 KiB 22-29 us through
+ * the leaders against 24-64 us by recursive doubling, 8 KiB 59 us (the
+ * stock collectives 62).  Then on 2026-12-06 (private memory, 3 launches
+ * each way, the rings against the leaders up to 1 MiB): at 10 Gbit/s the
+ * leaders were ahead up to 128 KiB at 3 x 2 (32-128 KiB 163-433 us
+ * against 378-570), 2 x 2 (78-183 against 125-218) and 2 x 4 (183-473
+ * against 359-541; the rings at 32-64 KiB 0.66-0.81x coll/han's speed);
+ * at 1 Gbit/s, 3 x 2, the rings from 32 KiB (32-64 KiB 310-670 us against
+ * 398-862; the leaders' recursive doubling moves the whole buffer across,
+ * which the L ranks of a node share in the rings), the leaders still
+ * 1.67-1.77x han's speed there. */
+#define RINGX_HIER_LEADERS_REDUCE_BYTES (64 * 1024)
 
 /* Allgather and reduce_scatter_block: so many bytes of the whole buffer
  * per rank of a node (counted up to 4 ranks per node, the most measured).

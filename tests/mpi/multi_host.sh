@@ -233,7 +233,7 @@ bench=${RINGX_BENCH:-$bindir/../../bench/ringx_bench}
 # More ranks than a schedule holds steps itself (72): 2 hosts x 37 ranks,
 # the benchmark up to 64 KiB, every result validated and every call of the
 # three collectives served by the hierarchical algorithms (rings of up to
-# p - 1 = 73 steps; through the leaders' trees up to 8 KiB, 128 or 256 KiB).
+# p - 1 = 73 steps; through the leaders' trees up to 64 KiB, 128 or 256 KiB).
 run many 74 "$(hostfile "$work/h2" 37 37)" "" "$bench" --max-bytes 64K --rounds 1 --time 0.005
 expect many "^# ringx vs stock .*np=74 (2 nodes, 37 ranks per node)" "no layout of 2 x 37 ranks"
 expect many "^# all results validated" "wrong results at 2 hosts x 37 ranks"
