@@ -50,6 +50,7 @@ typedef struct mca_coll_ringx_component_t {
     int test_outbox_delay_us;             /* testing: sleep before reading outboxes */
     size_t mailbox_bytes;                 /* largest message through a mailbox; 0: none */
     int leaders_flat_ranks;               /* node leaders: flat fan-in up to this many ranks */
+    size_t leaders_bytes[RINGX_COLL_COUNT];   /* through the leaders up to so much per node rank */
     size_t direct_buffer_bytes;           /* direct reads of peers' buffers from here; 0: never */
     size_t outbox_bytes;                  /* blocking calls' large outboxes; 0: none */
     bool single_copy;                     /* direct reads through UCX's cma transport */
@@ -664,6 +665,9 @@ void ringx_allreduce_doubling(ringx_xsched_t *s, const ringx_group_t *g, const c
                               char *result, size_t bytes);
 
 /* The hierarchical algorithms' builders (coll_ringx_hierarchical.c). */
+/* Hierarchical calls up to this many bytes (the whole buffer) per rank of
+ * a node go through the node leaders, by default (coll_ringx_<coll>_leaders_bytes). */
+size_t ringx_hier_leaders_default(ringx_coll_t coll);
 int ringx_hier_build_allreduce(ringx_call_t *c, ringx_alg_t alg);
 int ringx_hier_build_allgather(ringx_call_t *c, ringx_alg_t alg);
 int ringx_hier_build_reduce_scatter_block(ringx_call_t *c, ringx_alg_t alg);

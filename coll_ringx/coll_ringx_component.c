@@ -152,7 +152,7 @@ static void register_collective_params(ringx_coll_t coll)
     mca_coll_ringx_component_t *c = &mca_coll_ringx_component;
     const char *cname = ringx_coll_name(coll);
     const char *mpi_name = ringx_coll_mpi_name(coll);
-    char name[64], help[512];
+    char name[64], help[1024];
     mca_base_var_enum_t *algorithms = algorithm_enum(coll);
 
     c->enable[coll] = true;
@@ -184,6 +184,18 @@ static void register_collective_params(ringx_coll_t coll)
              mpi_name);
     register_var(name, help, MCA_BASE_VAR_TYPE_STRING, NULL, OPAL_INFO_LVL_5,
                  MCA_BASE_VAR_SCOPE_ALL_EQ, &c->thresholds[coll]);
+
+    c->leaders_bytes[coll] = ringx_hier_leaders_default(coll);
+    snprintf(name, sizeof(name), "%s_leaders_bytes", cname);
+    snprintf(help, sizeof(help),
+             "Where the hierarchical algorithm serves %s (several nodes), calls of up to this "
+             "many bytes (the whole buffer) per rank of a node, ranks counted up to 4, go "
+             "through one leader per node; larger ones through rings among all ranks. The "
+             "leaders send fewer, larger messages between nodes (they win where latency "
+             "counts); the rings share the data among all ranks (they win where the links' "
+             "bandwidth counts). 0: never. Must be the same on every rank", mpi_name);
+    register_var(name, help, MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_6,
+                 MCA_BASE_VAR_SCOPE_ALL_EQ, &c->leaders_bytes[coll]);
 }
 
 static int ringx_register(void)

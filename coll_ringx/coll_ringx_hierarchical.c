@@ -25,8 +25,8 @@
  *                         place j), then a ring reduce-scatter of those
  *                         among the ranks of place j across the nodes.
  *
- * Small calls (see through_leaders: allreduce up to 64 KiB, the others up
- * to 64 or 32 KiB per rank of a node) go through each node's first rank
+ * Small calls (coll_ringx_<coll>_leaders_bytes per rank of a node: by
+ * default 32 KiB, allgather 64 KiB) go through each node's first rank
  * instead, its leader, as coll/han's do: the leader gathers (allgather) or
  * reduces (the others) its node's data along a tree (flat: every rank to
  * the leader, up to 8 ranks per node; binomial beyond), the leaders
@@ -89,39 +89,39 @@ static int start_steps(ringx_call_t *c, size_t total_bytes, ringx_reduction_t re
 
 /* ------------------------------------------------------------ leaders */
 
-/* The largest calls (the whole buffer) that go through the leaders.
- * Allreduce: first timed one by one (ringx_bench --write-rules, test
- * hosts at 1 Gbit/s): at 2 hosts x 2 ranks, 8 B - 4 KiB 22-29 us through
- * the leaders against 24-64 us by recursive doubling, 8 KiB 59 us (the
- * stock collectives 62).  Then on 2026-12-06 (private memory, 3 launches
- * each way, the rings against the leaders up to 1 MiB): at 10 Gbit/s the
- * leaders were ahead up to 128 KiB at 3 x 2 (32-128 KiB 163-433 us
- * against 378-570), 2 x 2 (78-183 against 125-218) and 2 x 4 (183-473
- * against 359-541; the rings at 32-64 KiB 0.66-0.81x coll/han's speed);
- * at 1 Gbit/s, 3 x 2, the rings from 32 KiB (32-64 KiB 310-670 us against
+/* The largest calls that go through the leaders, in bytes of the whole
+ * buffer per rank of a node, counted up to RINGX_HIER_LEADERS_RANKS_COUNTED
+ * ranks per node (the most measured).
+ *
+ * Allreduce: first timed one by one (ringx_bench --write-rules, test hosts
+ * at 1 Gbit/s): at 2 hosts x 2 ranks, 8 B - 4 KiB 22-29 us through the
+ * leaders against 24-64 us by recursive doubling, 8 KiB 59 us (the stock
+ * collectives 62).  Then on 2026-12-06 (private memory, 3 launches each
+ * way, the rings against the leaders up to 1 MiB): at 10 Gbit/s the
+ * leaders were ahead up to 128 KiB at 3 x 2 (32-128 KiB 163-433 us against
+ * 378-570), 2 x 2 (78-183 against 125-218) and 2 x 4 (183-473 against
+ * 359-541; the rings at 32-64 KiB 0.66-0.81x coll/han's speed); at 1
+ * Gbit/s, 3 x 2, the rings from 32 KiB (32-64 KiB 310-670 us against
  * 398-862; the leaders' recursive doubling moves the whole buffer across,
  * which the L ranks of a node share in the rings), the leaders still
- * 1.67-1.77x han's speed there. */
-#define RINGX_HIER_LEADERS_REDUCE_BYTES (64 * 1024)
-
-/* Allgather and reduce_scatter_block: so many bytes of the whole buffer
- * per rank of a node (counted up to 4 ranks per node, the most measured).
- * Measured on 2026-12-06 on test hosts with private memory (3 launches of
- * ringx_bench each way, the rings against the leaders up to 256 KiB - 2
- * MiB): at 10 Gbit/s, 3 x 2 allgather 32-128 KiB 199-230 us through the
- * leaders against 242-340 by the rings, 256 KiB 412 against 346;
+ * 1.67-1.77x han's speed there.
+ *
+ * Allgather and reduce_scatter_block, the same day and way (up to 256 KiB
+ * - 2 MiB): at 10 Gbit/s, 3 x 2 allgather 32-128 KiB 199-230 us through
+ * the leaders against 242-340 by the rings, 256 KiB 412 against 346;
  * reduce_scatter_block 32-64 KiB 213-276 against 297-315, 128 KiB 393
  * against 297; 2 x 2 alike (allgather 256 KiB 214 against 223); 2 x 4
  * allgather and reduce_scatter_block ahead through the leaders up to 256
  * KiB (allgather 121-320 us against 190-438, reduce_scatter_block 78-330
  * against 127-476).  At 1 Gbit/s, 3 x 2: allgather 32-64 KiB 184-261
  * against 323-328, 128 KiB alike; reduce_scatter_block 32-64 KiB 160-258
- * against 231-307, 128 KiB 603 against 461.  The rings gain where each
- * rank's share of the link counts, the leaders where the latency of every
- * rank's messages crossing does. */
-#define RINGX_HIER_LEADERS_GATHER_PER_RANK (64 * 1024)
-#define RINGX_HIER_LEADERS_SCATTER_PER_RANK (32 * 1024)
+ * against 231-307, 128 KiB 603 against 461. */
 #define RINGX_HIER_LEADERS_RANKS_COUNTED 4
+
+size_t ringx_hier_leaders_default(ringx_coll_t coll)
+{
+    return coll == RINGX_COLL_ALLGATHER ? 64 * 1024 : 32 * 1024;
+}
 
 /* Whether a call of total_bytes (the whole buffer) goes through the
  * leaders.  Allgather and reduce_scatter_block pass node chunks on, which
@@ -132,15 +132,13 @@ static int through_leaders(const ringx_call_t *c, size_t total_bytes)
     size_t ranks = (size_t)(n->node_ranks < RINGX_HIER_LEADERS_RANKS_COUNTED
                                 ? n->node_ranks
                                 : RINGX_HIER_LEADERS_RANKS_COUNTED);
+    size_t per_rank = (total_bytes + ranks - 1) / ranks;    /* no overflow near SIZE_MAX */
 
-    switch (c->coll) {
-    case RINGX_COLL_ALLGATHER:
-        return n->consecutive && total_bytes <= ranks * RINGX_HIER_LEADERS_GATHER_PER_RANK;
-    case RINGX_COLL_REDUCE_SCATTER_BLOCK:
-        return n->consecutive && total_bytes <= ranks * RINGX_HIER_LEADERS_SCATTER_PER_RANK;
-    default:
-        return total_bytes <= RINGX_HIER_LEADERS_REDUCE_BYTES;
+    if (c->coll != RINGX_COLL_ALLREDUCE && !n->consecutive) {
+        return 0;
     }
+    return mca_coll_ringx_component.leaders_bytes[c->coll] > 0 &&
+           per_rank <= mca_coll_ringx_component.leaders_bytes[c->coll];
 }
 
 /* The radix of the node's tree (ringx_schedule.h): flat, every rank to the

@@ -22,7 +22,7 @@
 #     calls han hands back to ringx counted (coll_ringx_<coll>_handed_back);
 #   * every algorithm forced once at 2 hosts x 2 ranks, and the
 #     hierarchical ones at 3 x 2, 2 x 3 (nonblocking), 2 x 4 (the leaders'
-#     binomial trees), 2 x 2 (persistent, staged), 2 x 1 and 3 x 1 (where
+#     binomial trees), 2 x 2 (rings only, leaders only, persistent, staged), 2 x 1 and 3 x 1 (where
 #     the ring serves instead): correct,
 #     the pvars proving which algorithm served every call, and the
 #     layout counted (comms_hierarchical, comms_uneven), and the small
@@ -218,7 +218,18 @@ np=8 hosts_args=$(hostfile "$work/h2" 4 4)
 extra="--mca coll_ringx_leaders_flat_ranks 1"
 forced_run hier-2x4-binomial hierarchical hierarchical hierarchical --quick --expect-node-mailbox 4096
 extra=""
+# coll_ringx_<coll>_leaders_bytes: 0, the rings at every size (their node
+# ring's messages leave ahead: counted for every call); 1 GiB, the leaders
+# up to the medium counts
 np=4 hosts_args=$two
+leaders() { for coll in allreduce allgather reduce_scatter_block; do
+    printf ' --mca coll_ringx_%s_leaders_bytes %s' "$coll" "$1"; done; }
+extra=$(leaders 0)
+forced_run hier-2x2-rings hierarchical hierarchical hierarchical --quick --medium \
+    --expect-sent-ahead 0
+extra=$(leaders 1073741824)
+forced_run hier-2x2-leaders hierarchical hierarchical hierarchical --quick --medium
+extra=""
 forced_run hier-2x2-persistent hierarchical hierarchical hierarchical --persistent --quick
 extra="--mca coll_ringx_stage_host_buffers 1"
 forced_run hier-2x2-staged hierarchical hierarchical hierarchical --quick --expect-staged
