@@ -106,7 +106,7 @@ static int grow_sends(ringx_msgs_t *x)
 
 int ringx_msgs_send_room(ringx_msgs_t *x)
 {
-    int rc = ringx_msgs_writable(x, NULL, 0);
+    int rc = x->nsends < x->cap_sends ? 1 : ringx_msgs_writable(x, NULL, 0);
     return rc == 1 ? x->nsends < x->cap_sends : rc;
 }
 
