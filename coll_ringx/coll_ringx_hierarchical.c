@@ -134,11 +134,18 @@ static int through_leaders(const ringx_call_t *c, size_t total_bytes)
                                 : RINGX_HIER_LEADERS_RANKS_COUNTED);
     size_t per_rank = (total_bytes + ranks - 1) / ranks;    /* no overflow near SIZE_MAX */
 
-    if (c->coll != RINGX_COLL_ALLREDUCE && !n->consecutive) {
-        return 0;
-    }
-    return mca_coll_ringx_component.leaders_bytes[c->coll] > 0 &&
-           per_rank <= mca_coll_ringx_component.leaders_bytes[c->coll];
+    size_t limit = mca_coll_ringx_component.leaders_bytes[c->coll];
+    int leaders = (c->coll == RINGX_COLL_ALLREDUCE || n->consecutive) && limit > 0 &&
+                  per_rank <= limit;
+
+    RINGX_LOG(2, "hierarchical %s of %zu bytes: %s (coll_ringx_%s_leaders_bytes %zu per rank "
+                 "of a node, %zu counted%s)",
+              ringx_coll_name(c->coll), total_bytes,
+              leaders ? "through the node leaders" : "rings among all ranks",
+              ringx_coll_name(c->coll), limit, ranks,
+              c->coll == RINGX_COLL_ALLREDUCE || n->consecutive ? ""
+                                                               : "; nodes' ranks not consecutive");
+    return leaders;
 }
 
 /* The radix of the node's tree (ringx_schedule.h): flat, every rank to the

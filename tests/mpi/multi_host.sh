@@ -6,7 +6,8 @@
 # a node:
 #   * 2 hosts x 2 ranks: the verbose log gives the layout ("4 ranks on 2
 #     nodes, 2 per node") and links every rank through mailboxes to the
-#     one peer on its node only, the pvar comms_multi_node counts it;
+#     one peer on its node only, the pvar comms_multi_node counts it, and each
+#     hierarchical call says which way it took (through the node leaders);
 #     every rank sets UCX's rendezvous threshold (coll_ringx_ucx_rndv_thresh:
 #     TCP between the hosts) unless the machine has RDMA devices, and 2
 #     ranks on one host do not;
@@ -120,6 +121,9 @@ expect layout \
     "$work/layout.out")" -eq 4 ] ||
     { echo "FAIL: layout: mailboxes not exactly between the ranks of each node"; fail=1; }
 [ "$(grep -c '^rank ' "$work/layout.out")" -eq 12 ] || { echo "FAIL: layout: results missing"; fail=1; }
+# each call's way inside the hierarchical algorithm (the calls are small)
+expect layout "hierarchical allreduce of 4000 bytes: through the node leaders (coll_ringx_allreduce_leaders_bytes" \
+    "no hierarchical call through the node leaders in the verbose log"
 # Between these hosts UCX goes over TCP (no RDMA device here): every rank's
 # context takes coll_ringx_ucx_rndv_thresh; on one node (2 ranks filling
 # the first host's 2 slots) UCX keeps its own choice.
