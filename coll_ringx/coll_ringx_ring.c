@@ -62,7 +62,7 @@ static int post_send(ringx_ring_t *ring, int step, size_t seg)
     ringx_ring_walk_t *w = &ring->walk;
     int block = ringx_ring_send_block(ring->module->rank, ring->module->size, step, ring->shift);
     size_t len = seg_elems_at(ring, block, seg) * ring->elem_size;
-    const char *src = ring->send_block(ring, step, block) + seg * w->seg_bytes;
+    const char *src = ring->send_block(ring, step, block) + seg * ring->msgs.seg_bytes;
 
     return ringx_msgs_send_segment(&ring->msgs, step, seg, w->right, src, len);
 }
@@ -77,7 +77,7 @@ static int post_recv(ringx_ring_t *ring)
     char *dst;
 
     ring->recv_block(ring, c.step, block, &target);
-    dst = target.direct ? target.direct + c.seg * w->seg_bytes
+    dst = target.direct ? target.direct + c.seg * ring->msgs.seg_bytes
                         : ringx_msgs_scratch(&ring->msgs, w->posted);
     cursor_advance(ring, &w->next_post);
     return ringx_msgs_post_recv(&ring->msgs, c.step, c.seg, w->posted++, dst, len);
@@ -96,7 +96,7 @@ static int ready_to_finish(ringx_ring_t *ring, const ringx_ring_recv_target_t *t
     int rc = ringx_msgs_test_recv(&ring->msgs, w->done);
 
     if (rc == 1 && target->direct == NULL) {
-        rc = ringx_msgs_writable(&ring->msgs, target->reduce_dst + c.seg * w->seg_bytes,
+        rc = ringx_msgs_writable(&ring->msgs, target->reduce_dst + c.seg * ring->msgs.seg_bytes,
                                  seg_elems_at(ring, block, c.seg) * ring->elem_size);
     }
     if (rc == 1 && c.step + 1 < ring->nsteps) {
@@ -114,7 +114,7 @@ static int finish_recv(ringx_ring_t *ring, const ringx_ring_recv_target_t *targe
     int rc = OMPI_SUCCESS;
 
     if (target->direct == NULL) {
-        size_t off = c.seg * w->seg_bytes;
+        size_t off = c.seg * ring->msgs.seg_bytes;
         rc = ringx_mem_reduce(ring->mem, target->reduce_dst + off, target->reduce_local + off,
                               ringx_msgs_scratch(&ring->msgs, w->done),
                               seg_elems_at(ring, block, c.seg),
@@ -199,9 +199,9 @@ void ringx_ring_release(ringx_ring_t *ring)
     ringx_msgs_release(&ring->msgs);
 }
 
-/* The walk's sizes, and room for its sends: those of two consecutive
- * steps, as many as segment k of step t+1 can leave before segment k of
- * step t-1 has been received. */
+/* The walk's segment size, and room for its pending sends: twice the
+ * segments of the largest block, as many as segment k of step t+1 can
+ * leave before segment k of step t-1 has been received. */
 int ringx_ring_prepare(ringx_ring_t *ring)
 {
     ringx_ring_walk_t *w = &ring->walk;
@@ -216,10 +216,8 @@ int ringx_ring_prepare(ringx_ring_t *ring)
     if ((rc = ringx_msgs_prepare(x, ring->reduce_steps > 0)) != OMPI_SUCCESS) {
         return rc;
     }
-    w->seg_bytes = x->seg_bytes;
     w->seg_elems = x->seg_bytes / ring->elem_size;
-    w->max_segs = ringx_segment_total(largest_block, w->seg_elems);
-    return ringx_msgs_reserve(x, 2 * w->max_segs);
+    return ringx_msgs_reserve(x, 2 * ringx_segment_total(largest_block, w->seg_elems));
 }
 
 int ringx_ring_start(ringx_ring_t *ring, uint32_t seq)
@@ -233,10 +231,9 @@ int ringx_ring_start(ringx_ring_t *ring, uint32_t seq)
         return rc;
     }
     ringx_msgs_start(&ring->msgs, seq);
-    w->left = (m->rank + m->size - 1) % m->size;
     w->right = (m->rank + 1) % m->size;
     ringx_handshake_add(&ring->msgs.handshake, 1, w->right);
-    ringx_handshake_add(&ring->msgs.handshake, 0, w->left);
+    ringx_handshake_add(&ring->msgs.handshake, 0, (m->rank + m->size - 1) % m->size);
     if (ring->count == 0) {
         w->phase = RING_DONE;           /* nothing moves, on any rank */
         return OMPI_SUCCESS;

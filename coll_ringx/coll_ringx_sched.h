@@ -214,11 +214,8 @@ typedef struct ringx_ring_cursor {
 /* The walk's running state (coll_ringx_ring.c). */
 typedef struct ringx_ring_walk {
     int phase;
-    int left;                   /* the rank this one receives from */
     int right;                  /* the rank this one sends to */
-    size_t seg_elems;
-    size_t seg_bytes;
-    size_t max_segs;            /* segments of the largest block */
+    size_t seg_elems;           /* of the call's messages (ring->msgs.seg_bytes) */
     ringx_ring_cursor_t next_post;
     ringx_ring_cursor_t next_done;
     size_t posted;              /* receives posted, in the walk's order */
