@@ -243,6 +243,11 @@ static void print_pvar_summary(void)
         printf(" mailbox=%llu bytes_sent=%llu\n", ringx_pvar_read_coll(coll_names[c], "mailbox"),
                ringx_pvar_read_coll(coll_names[c], "bytes_sent"));
     }
+    unsigned long long slept = 0, timed_out = 0;
+    if (ringx_pvar_read("coll_ringx_waits_slept", &slept) == 0 &&
+        ringx_pvar_read("coll_ringx_sleeps_timed_out", &timed_out) == 0) {
+        printf("#   waits slept=%llu (ended at the time limit: %llu)\n", slept, timed_out);
+    }
 }
 
 void report_close(const options_t *o, int failures)

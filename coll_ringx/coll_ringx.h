@@ -44,6 +44,7 @@ typedef struct mca_coll_ringx_component_t {
     size_t segment_size;
     int pipeline_depth;
     int yield;                            /* -1 auto, 0 never, 1 always */
+    int sleep_after_yield_us;             /* waits sleep after so long a yield; 0 never, -1 always */
     bool gpu_force_staging;               /* stage device buffers even with CUDA-aware UCX */
     int gpu_bounce_buffers;               /* send bounce buffers per staged call */
     bool stage_host_buffers;              /* testing: stage host buffers too */
@@ -109,6 +110,8 @@ typedef struct ringx_counters {
     unsigned long long comms_from_world;  /* connections without a message (coll_ringx_job.c) */
     unsigned long long comms_hierarchical; /* across nodes, laid out for the hierarchical algorithms */
     unsigned long long comms_uneven;      /* across nodes with different rank counts per node */
+    unsigned long long waits_slept;       /* waits that slept on the bell (coll_ringx_bell.c) */
+    unsigned long long sleeps_timed_out;  /* of those, woken by the time limit, not a ring */
 } ringx_counters_t;
 
 extern ringx_counters_t mca_coll_ringx_counters;
@@ -210,6 +213,7 @@ typedef struct ringx_mailbox {
                                  * on another node (a communicator across nodes has mailboxes
                                  * among the ranks of each node, and no direct reads) */
     unsigned char *stamped;     /* by rank: its region seen with stamp */
+    struct ringx_bell **bells;  /* by rank: its process's doorbell; NULL: this rank or none */
     uint64_t stamp;             /* this communicator's, on its region (coll_ringx_mailbox.c) */
     size_t bytes;               /* data bytes per slot */
     size_t stride;              /* bytes per slot */
@@ -798,6 +802,11 @@ int ringx_outbox_holds(const ringx_mem_t *mem);
 char *ringx_outbox_data(const mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n);
 /* Whether this rank may fill its outbox for call n. */
 int ringx_outbox_free(mca_coll_ringx_module_t *m, int posted, uint64_t n);
+/* After this rank stored a flag its peers may wait for: wakes those of
+ * them that sleep (coll_ringx_bell.c).  Every flag store in the regions
+ * is followed by this. */
+void ringx_mailbox_ring(const mca_coll_ringx_module_t *m);
+
 /* Publishes a part of this rank's outbox for call n; status: OMPI_SUCCESS
  * where it went in, RINGX_DIRECT_DECLINED where this rank's memory does
  * not go through outboxes (ringx_outbox_holds), an error where it failed. */

@@ -24,6 +24,13 @@
  * transfers and the receiver's copies in of a few segments in flight. */
 #define RINGX_DEFAULT_BOUNCE_BUFFERS 4
 #define RINGX_DEFAULT_MAILBOX_BYTES 4096
+/* A busy process keeps a core it got from a yield for a time slice (1.3 ms
+ * and more on the development machine), ranks of a job on a quiet machine
+ * rarely that long.  np 4 and 8 with two busy processes beside them, 8 B -
+ * 4 MiB (2 launches each): no size below 0.95x the stock collectives'
+ * speed with 300, against 0-4 per launch without sleeping; quiet: alike.
+ * See README, "One node under load". */
+#define RINGX_DEFAULT_SLEEP_AFTER_YIELD_US 300
 /* Flat is faster where few ranks share a node: the leader finds the
  * others' messages in its mailboxes at once, where a tree makes some ranks
  * wait for their subtree and pass it on (2 test hosts x 4 ranks on the
@@ -79,6 +86,7 @@ mca_coll_ringx_component_t mca_coll_ringx_component = {
     .segment_size = RINGX_DEFAULT_SEGMENT_SIZE,
     .pipeline_depth = RINGX_DEFAULT_PIPELINE_DEPTH,
     .yield = -1,
+    .sleep_after_yield_us = RINGX_DEFAULT_SLEEP_AFTER_YIELD_US,
     .gpu_bounce_buffers = RINGX_DEFAULT_BOUNCE_BUFFERS,
     .mailbox_bytes = RINGX_DEFAULT_MAILBOX_BYTES,
     .leaders_flat_ranks = RINGX_DEFAULT_LEADERS_FLAT_RANKS,
@@ -259,6 +267,13 @@ static int ringx_register(void)
                  "mpi_yield_when_idle is set or the node has more ranks than cores",
                  MCA_BASE_VAR_TYPE_INT, yield_enum, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
                  &c->yield);
+    register_var("sleep_after_yield_us",
+                 "Where waits yield the CPU: once a yield took at least this many microseconds "
+                 "(other processes hold the core), waits for ranks of the same node (direct "
+                 "reads, outboxes) sleep until a peer wakes them, for the next 20 ms, instead "
+                 "of yielding. 0: never sleep; negative: sleep at every such wait (testing)",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_LOCAL,
+                 &c->sleep_after_yield_us);
     if (yield_enum != NULL) {
         OBJ_RELEASE(yield_enum);
     }

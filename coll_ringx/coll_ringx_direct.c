@@ -79,6 +79,7 @@ static void publish(ringx_direct_t *d, const void *buf, const void *buf2, int re
         memcpy(own->rkey + key, d->own2.packed_rkey, d->own2.packed_rkey_len);
     }
     __atomic_store_n(&own->flag, (uint64_t)d->seq + 1, __ATOMIC_RELEASE);
+    ringx_mailbox_ring(d->m);
 }
 
 static int record_in(const ringx_direct_t *d, int rank)
@@ -268,6 +269,7 @@ void ringx_direct_signal(ringx_direct_t *d, int rc)
 {
     uint64_t value = ((uint64_t)d->seq + 1) | (rc == OMPI_SUCCESS ? 0 : SIGNAL_FAILED);
     __atomic_store_n(&record_of(d->m, d->m->rank)->signal, value, __ATOMIC_RELEASE);
+    ringx_mailbox_ring(d->m);
 }
 
 int ringx_direct_signal_in(const ringx_direct_t *d, int rank)
@@ -334,6 +336,7 @@ int ringx_direct_finish_reads(ringx_direct_t *d, int rc)
             __atomic_fetch_add(&record_of(m, rank)->reads_done, 1, __ATOMIC_RELEASE);
         }
     }
+    ringx_mailbox_ring(m);
     m->direct_calls++;
     return rc;
 }

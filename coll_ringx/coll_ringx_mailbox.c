@@ -45,6 +45,7 @@
  * a few MiB are one piece.
  */
 #include "coll_ringx.h"
+#include "coll_ringx_bell.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -429,6 +430,7 @@ void ringx_mailbox_calls_over(mca_coll_ringx_module_t *m)
 {
     if (m->mailbox.local != NULL) {
         __atomic_store_n(calls_of(m->mailbox.local), (uint64_t)m->mailbox_seq, __ATOMIC_RELEASE);
+        ringx_mailbox_ring(m);
     }
 }
 
@@ -591,12 +593,14 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     }
     mb->remote = calloc((size_t)m->size, sizeof(*mb->remote));
     mb->stamped = calloc((size_t)m->size, sizeof(*mb->stamped));
-    if (mb->remote == NULL || mb->stamped == NULL) {
+    mb->bells = calloc((size_t)m->size, sizeof(*mb->bells));
+    if (mb->remote == NULL || mb->stamped == NULL || mb->bells == NULL) {
         ringx_mailbox_disconnect(m);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     for (int r = 0; r < m->size; r++) {
         mb->remote[r] = region_peer(m, r) ? region_of(windows[r], m->comm_id, bytes) : NULL;
+        mb->bells[r] = mb->remote[r] != NULL ? ringx_bell_of_window(windows[r]) : NULL;
     }
     mb->bytes = bytes;
     for (int coll = 0; coll < RINGX_COLL_COUNT; coll++) {
@@ -612,6 +616,7 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     mb->stamped[m->rank] = 1;
     wait_readers_gone(m->comm_id);
     clear_and_stamp(mb, mb->local, mb->stamp);
+    ringx_mailbox_ring(m);
     if (ringx_one_node(m)) {
         const size_t *blocking = mb->buffers_from[1], *nonblocking = mb->buffers_from[0];
         RINGX_LOG(2, "%s: direct reads (%s; blocking calls through outboxes of %zu bytes; out "
@@ -635,6 +640,8 @@ void ringx_mailbox_disconnect(mca_coll_ringx_module_t *m)
     }
     free(m->mailbox.remote);
     free(m->mailbox.stamped);
+    free(m->mailbox.bells);
+    m->mailbox.bells = NULL;
     m->mailbox.remote = NULL;
     m->mailbox.stamped = NULL;
     m->mailbox.local = NULL;
@@ -663,6 +670,7 @@ int ringx_mailbox_put(mca_coll_ringx_module_t *m, ringx_mem_t *mem, int to, uint
 
     if (rc == OMPI_SUCCESS) {
         __atomic_store_n((uint64_t *)slot, flag_of(seq), __ATOMIC_RELEASE);
+        ringx_mailbox_ring(m);
     }
     return rc;
 }
@@ -739,11 +747,19 @@ int ringx_outbox_free(mca_coll_ringx_module_t *m, int posted, uint64_t n)
     return 1;
 }
 
+void ringx_mailbox_ring(const mca_coll_ringx_module_t *m)
+{
+    if (m->mailbox.bells != NULL) {
+        ringx_bell_ring(m->mailbox.bells, m->size);
+    }
+}
+
 void ringx_outbox_publish(mca_coll_ringx_module_t *m, int posted, uint64_t n,
                           ringx_outbox_part_t part, int status)
 {
     __atomic_store_n(outbox_flag(m, posted, m->rank, n, part), (n + 1) | status_bits(status),
                      __ATOMIC_RELEASE);
+    ringx_mailbox_ring(m);
 }
 
 int ringx_outbox_arrived(mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n,
@@ -764,5 +780,6 @@ void ringx_outbox_done(mca_coll_ringx_module_t *m, int posted, uint64_t n)
     if (posted) {
         __atomic_store_n(&posted_acks(m->mailbox.bytes, m->mailbox.local)[n % RINGX_POSTED_SLOTS],
                          n + 1, __ATOMIC_RELEASE);
+        ringx_mailbox_ring(m);
     }
 }

@@ -4,6 +4,7 @@
  * primitives the algorithms use.
  */
 #include "coll_ringx.h"
+#include "coll_ringx_bell.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -223,11 +224,13 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s)
 int ringx_mem_reduce(ringx_mem_t *mem, void *dst, const void *a, const void *b, size_t n,
                      ringx_type_t type, ringx_op_t op)
 {
+    ringx_bell_note_work();
     return mem->ops->reduce(mem->ctx, dst, a, b, n, type, op);
 }
 
 int ringx_mem_copy(ringx_mem_t *mem, void *dst, const void *src, size_t len)
 {
+    ringx_bell_note_work();
     return len == 0 || dst == src ? OMPI_SUCCESS : mem->ops->copy(mem->ctx, dst, src, len);
 }
 

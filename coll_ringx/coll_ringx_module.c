@@ -5,6 +5,7 @@
  * component fills is coll_ringx_fill.c's.
  */
 #include "coll_ringx.h"
+#include "coll_ringx_bell.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -367,7 +368,9 @@ static void decide_yield_once(void)
     static int decided;
 
     if (!__atomic_load_n(&decided, __ATOMIC_RELAXED)) {
-        ringx_ucx_set_yield(mca_coll_ringx_should_yield());
+        int yield = mca_coll_ringx_should_yield();
+        ringx_ucx_set_yield(yield);
+        ringx_bell_peers_sleep(yield && mca_coll_ringx_component.sleep_after_yield_us != 0);
         __atomic_store_n(&decided, 1, __ATOMIC_RELAXED);
     }
 }

@@ -117,6 +117,11 @@ static const struct {
     { "comms_uneven", "communicators ringx connected across nodes with different numbers of "
       "ranks per node: the flat message-based algorithms serve them, not the hierarchical ones",
       &mca_coll_ringx_counters.comms_uneven },
+    { "waits_slept", "waits for ranks of this node that slept until a peer woke them, after a "
+      "yield showed other processes holding the core (coll_ringx_sleep_after_yield_us)",
+      &mca_coll_ringx_counters.waits_slept },
+    { "sleeps_timed_out", "of coll_ringx_waits_slept, those that ended at the time limit (1 ms) "
+      "rather than woken by a peer", &mca_coll_ringx_counters.sleeps_timed_out },
 };
 
 int mca_coll_ringx_register_pvars(void)

@@ -3,6 +3,7 @@
  * collective owes, advanced by ringx_sched_progress (coll_ringx_sched.h).
  */
 #include "coll_ringx.h"
+#include "coll_ringx_bell.h"
 
 void ringx_sched_copy_after(ringx_sched_t *s, char *dst, const char *src, size_t len)
 {
@@ -175,15 +176,27 @@ void ringx_sched_cleanup(ringx_sched_t *s)
     s->started = 0;
 }
 
+/* Whether the call's waits may sleep on the bell: the peers of the direct
+ * reads and the outboxes are all on this node and ring when they store
+ * what this rank waits for; reads through UCP gets need the peers awake
+ * (UCX 1.13 answers them in the peer's progress), single copies do not. */
+static int may_sleep(const ringx_sched_t *s)
+{
+    return s->engine == RINGX_ENGINE_OUTBOX ||
+           (s->engine == RINGX_ENGINE_DIRECT && s->u.ds.module->mailbox.single_copy);
+}
+
 int ringx_sched_run(ringx_sched_t *s, ringx_mem_t *mem)
 {
     unsigned idle = 0;
     int rc = ringx_sched_start(s);
 
+    ringx_bell_wait_begins(may_sleep(s));
     while (rc == OMPI_SUCCESS && (rc = ringx_sched_progress(s)) == RINGX_PENDING) {
         ringx_mem_progress(mem, &idle);
         rc = OMPI_SUCCESS;
     }
+    ringx_bell_wait_ends();
     if (rc != RINGX_DONE) {
         ringx_sched_abandon(s);
     }

@@ -19,6 +19,7 @@
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 
+#include "coll_ringx_bell.h"
 #include "coll_ringx_cma.h"
 #include "coll_ringx_ucx.h"
 
@@ -160,7 +161,7 @@ static void create_window(size_t bytes)
         .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                       UCP_MEM_MAP_PARAM_FIELD_FLAGS,
         .address = NULL,
-        .length = bytes,
+        .length = bytes + RINGX_BELL_BYTES,     /* the bell's page first */
         .flags = UCP_MEM_MAP_ALLOCATE,
     };
     ucp_mem_attr_t attr = { .field_mask = UCP_MEM_ATTR_FIELD_ADDRESS };
@@ -188,7 +189,8 @@ static void create_window(size_t bytes)
             memcpy((char *)ucx.window_desc + sizeof(head) + rkey_len, cma_address, cma_len);
         }
         ucx.window_desc_len = sizeof(head) + rkey_len + cma_len;
-        ucx.window = attr.address;
+        ucx.window = (char *)attr.address + RINGX_BELL_BYTES;
+        ringx_bell_open(ringx_bell_of_window(ucx.window));
         /* Not cleared here: every communicator clears its own region
          * before its peers may write there (ringx_mailbox_agree_local), so
          * a region's pages become resident only once a communicator uses
@@ -202,6 +204,7 @@ static void create_window(size_t bytes)
         opal_output_verbose(1, ucx.output, "coll:ringx: no shared window (%s); small messages "
                             "go as tagged messages", status == UCS_OK ? "out of memory"
                                                                       : ucs_status_string(status));
+        ringx_bell_open(NULL);
         if (ucx.window_memh != NULL) {
             ucp_mem_unmap(ucx.context, ucx.window_memh);
             ucx.window_memh = NULL;
@@ -314,6 +317,7 @@ void ringx_ucx_stop(void)
             free(peer);
         }
         OBJ_DESTRUCT(&ucx.peers_by_key);
+        ringx_bell_open(NULL);
         if (ucx.window_memh != NULL) {
             ucp_mem_unmap(ucx.context, ucx.window_memh);
         }
@@ -458,7 +462,7 @@ char *ringx_ucx_peer_window(ringx_peer_t *peer, const void *desc, size_t len)
             ucp_rkey_destroy(peer->window_rkey);
             peer->window_rkey = NULL;
         } else {
-            peer->window = mapped;
+            peer->window = (char *)mapped + RINGX_BELL_BYTES;
             peer->cma_ep = ringx_cma_connect(rkey + head[1], len - sizeof(head) - head[1]);
         }
     }
@@ -609,6 +613,7 @@ int ringx_ucx_iget(ringx_peer_t *peer, void *buf, size_t len, uint64_t remote, v
 {
     ucp_request_param_t param = { .op_attr_mask = 0 };
 
+    ringx_bell_note_work();
     if (single_copy) {
         *req = NULL;
         return ringx_cma_get(peer->cma_ep, buf, len, remote, rkey);
@@ -733,7 +738,7 @@ void ringx_ucx_progress(unsigned *idle)
         inside_opal_progress = 0;
     }
     if (*idle >= RINGX_IDLE_ROUNDS_BEFORE_YIELD && ucx.yield) {
-        sched_yield();
+        ringx_bell_idle();
     }
 }
 

@@ -65,6 +65,12 @@
  *                                  not by direct_buffers (run with direct
  *                                  reads and coll_ringx_direct_buffer_bytes
  *                                  BYTES)
+ *   --expect-slept                 waits of this rank slept on its bell
+ *                                  and peers woke most of them
+ *                                  (coll_ringx_waits_slept grew, fewer
+ *                                  coll_ringx_sleeps_timed_out; run with
+ *                                  coll_ringx_yield 1 and
+ *                                  coll_ringx_sleep_after_yield_us -1)
  *   --mem cuda                     the buffers of every call ringx must
  *                                  serve are in device memory (copies of
  *                                  the host buffers, fetched back for the
@@ -1181,6 +1187,7 @@ typedef struct options {
     bool persistent;            /* ..._init, MPI_Start, MPI_Wait, MPI_Request_free */
     unsigned watchdog_seconds;  /* per case; 0: none */
     bool expect_multi_node;     /* ringx saw MPI_COMM_WORLD span several nodes */
+    bool expect_slept;          /* waits slept on the bell, woken by peers */
     bool nested_fallback;       /* the previous component calls collectives of its own */
     bool expect_handed_back;    /* and hands some calls back to ringx */
     bool expect_served_some;    /* ringx served calls of every collective */
@@ -2073,6 +2080,22 @@ static void check_multi_node(void)
              "coll_ringx_comms_uneven %llu", even ? "even" : "not even", hier, uneven);
 }
 
+/* --expect-slept: waits for the ranks of this node slept until a peer
+ * rang (every result was checked as always).  A peer rings after every
+ * flag it stores, so a sleep ends at the time limit only where the peer
+ * did not get a core for 1 ms: most must end by a ring. */
+static void check_slept(void)
+{
+    unsigned long long slept = 0, timed_out = 0;
+    bool ok = ringx_pvar_read("coll_ringx_waits_slept", &slept) == 0 &&
+              ringx_pvar_read("coll_ringx_sleeps_timed_out", &timed_out) == 0;
+
+    rx_check(NULL, ok && slept > 0, "no wait counted by coll_ringx_waits_slept");
+    rx_check(NULL, ok && timed_out * 2 < slept,
+             "%llu of %llu sleeps ended at the time limit (coll_ringx_sleeps_timed_out): the "
+             "peers' rings did not wake them", timed_out, slept);
+}
+
 /* --expect-served-some: another component above ringx passed it calls of
  * every collective (their results were checked as every other call's). */
 static void check_served_some(void)
@@ -2155,6 +2178,8 @@ static bool parse_options(int argc, char **argv)
             opts.device = 0 == strcmp(mem, "cuda");
         } else if (0 == strcmp(argv[i], "--expect-multi-node")) {
             opts.expect_multi_node = true;
+        } else if (0 == strcmp(argv[i], "--expect-slept")) {
+            opts.expect_slept = true;
         } else if (0 == strcmp(argv[i], "--watchdog") && i + 1 < argc) {
             opts.watchdog_seconds = (unsigned)strtoul(argv[++i], NULL, 10);
         } else {
@@ -2189,7 +2214,7 @@ static void usage(void)
             "usage: " PROGRAM_NAME " [--quick [--medium]] [--results-only] "
             "[--expect-fallback COLL:REASON] [--expect-alg COLL:ALG] [--expect-staged] [--nonblocking] [--persistent]\n"
             "       [--expect-mailbox BYTES] [--expect-node-mailbox BYTES] [--expect-sent-ahead BYTES]\n"
-            "       [--expect-buffers-from [COLL:]BYTES] [--expect-multi-node]\n"
+            "       [--expect-buffers-from [COLL:]BYTES] [--expect-multi-node] [--expect-slept]\n"
             "       [--nested-fallback] [--expect-handed-back] [--expect-served-some]\n"
             "       [--mem host|cuda] [--watchdog SECONDS]\n"
             "  COLL: allreduce | allgather | reduce_scatter_block\n"
@@ -2237,6 +2262,9 @@ int main(int argc, char **argv)
         run_all();
         if (opts.expect_multi_node) {
             check_multi_node();
+        }
+        if (opts.expect_slept) {
+            check_slept();
         }
         if (opts.expect_handed_back) {
             check_handed_back();
