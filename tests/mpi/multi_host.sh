@@ -278,7 +278,8 @@ fault() { # NAME BOUND ACTION...
     status=$?
     took=$(($(date +%s) - start))
     if grep -q "time limit" "$work/$name.out" || [ "$took" -ge "$bound" ]; then
-        echo "FAIL: $name: the run did not end within $bound s"
+        echo "FAIL: $name: the run did not end within $bound s; its output's end:"
+        tail -n 25 "$work/$name.out"
         fail=1
     elif grep -q "FAIL(" "$work/$name.out"; then
         echo "FAIL: $name: wrong results"
