@@ -246,7 +246,7 @@ static void print_pvar_summary(void)
     unsigned long long slept = 0, timed_out = 0;
     if (ringx_pvar_read("coll_ringx_waits_slept", &slept) == 0 &&
         ringx_pvar_read("coll_ringx_sleeps_timed_out", &timed_out) == 0) {
-        printf("#   waits slept=%llu (ended at the time limit: %llu)\n", slept, timed_out);
+        printf("#   waits slept=%llu (timed out, not woken: %llu)\n", slept, timed_out);
     }
 }
 
