@@ -112,6 +112,7 @@ typedef struct ringx_counters {
     unsigned long long comms_uneven;      /* across nodes with different rank counts per node */
     unsigned long long waits_slept;       /* waits that slept on the bell (coll_ringx_bell.c) */
     unsigned long long sleeps_timed_out;  /* of those, woken by the time limit, not a ring */
+    unsigned long long progress_slept;    /* of those, in Open MPI's progress (nonblocking) */
 } ringx_counters_t;
 
 extern ringx_counters_t mca_coll_ringx_counters;

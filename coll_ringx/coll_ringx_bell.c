@@ -15,6 +15,11 @@
  * yielding), so waits sleep only after a yield took longer than
  * coll_ringx_sleep_after_yield_us: then other processes hold the core.
  *
+ * Nonblocking and persistent calls are waited for in Open MPI's progress
+ * loop, which yields between turns without events: ringx's progress
+ * callback sleeps in an idle turn (ringx_bell_rest), with a turn that
+ * came back late as the long yield.
+ *
  * No ring is lost: a sleeper announces itself (asleep), then looks at its
  * flags once more (one more round of its call) before it sleeps on the
  * ring count it read before announcing; a ringer stores its flag, then
@@ -120,24 +125,30 @@ static void sleep_on_bell(void)
     withdraw();
 }
 
-/* Yields; a yield that took longer than coll_ringx_sleep_after_yield_us
- * means other processes hold the core. */
-static void yield_and_watch(void)
+/* A wait that was off its core for took ns, from start, while it had
+ * nothing else to do: longer than coll_ringx_sleep_after_yield_us means
+ * other processes hold the core. */
+static void watch_gap(int64_t start, int64_t took, const char *what)
 {
     int after_us = mca_coll_ringx_component.sleep_after_yield_us;
-    int64_t start = now_ns(), took;
     static int told;
 
-    sched_yield();
-    took = now_ns() - start;
     if (after_us > 0 && took >= (int64_t)after_us * 1000) {
         waiter.contended_until = start + took + RINGX_BELL_CONTENDED_NS;
         if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED)) {
-            RINGX_LOG(2, "a yield took %lld us: other processes hold this core, so waits for "
-                         "ranks of this node sleep until woken (coll_ringx_sleep_after_yield_us "
-                         "%d)", (long long)(took / 1000), after_us);
+            RINGX_LOG(2, "%s took %lld us: other processes hold this core, so waits for ranks "
+                         "of this node sleep until woken (coll_ringx_sleep_after_yield_us %d)",
+                      what, (long long)(took / 1000), after_us);
         }
     }
+}
+
+static void yield_and_watch(void)
+{
+    int64_t start = now_ns();
+
+    sched_yield();
+    watch_gap(start, now_ns() - start, "a yield");
 }
 
 static int core_contended(void)
@@ -172,4 +183,63 @@ void ringx_bell_idle(void)
     } else {
         sleep_on_bell();
     }
+}
+
+/* ------------------------------------------- Open MPI's progress loop */
+
+/* A thread that ran for less than this between two idle turns of Open
+ * MPI's progress did nothing but wait (a yield, the other components'
+ * progress: a few us); one that computes between its MPI_Test calls ran
+ * longer, and must not sleep in them. */
+#define RINGX_BELL_WAIT_LOOP_CPU_NS 20000
+
+static __thread struct {
+    int64_t wall, cpu;          /* at the end of the last idle turn */
+} last_turn;
+
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Announces, looks once more, and sleeps unless that round did work. */
+static int sleep_unless_work(int (*round)(void))
+{
+    unsigned work;
+    int n;
+
+    announce();
+    work = ringx_bell_work;
+    n = round();
+    if (n != 0 || work != ringx_bell_work) {
+        withdraw();
+        return n;
+    }
+    sleep_on_bell();
+    ringx_count(&mca_coll_ringx_counters.progress_slept, 1);
+    return round();
+}
+
+int ringx_bell_rest(int (*round)(void))
+{
+    int64_t wall = now_ns(), cpu = thread_cpu_ns();
+    int waiting = last_turn.wall != 0 && cpu - last_turn.cpu < RINGX_BELL_WAIT_LOOP_CPU_NS;
+    int n = 0;
+
+    if (own_bell == NULL || !__atomic_load_n(&peers_may_sleep, __ATOMIC_RELAXED)) {
+        return 0;
+    }
+    if (waiting && !core_contended()) {
+        /* Open MPI yields between two idle turns */
+        watch_gap(last_turn.wall, wall - last_turn.wall, "a turn of Open MPI's progress");
+    }
+    if (waiting && core_contended()) {
+        n = sleep_unless_work(round);
+    }
+    last_turn.wall = now_ns();
+    last_turn.cpu = thread_cpu_ns();
+    return n;
 }

@@ -56,4 +56,13 @@ void ringx_bell_wait_ends(void);
  * bell where the wait may and other processes hold the core, else yields. */
 void ringx_bell_idle(void);
 
+/* An idle turn of Open MPI's progress over nonblocking calls whose waits
+ * may sleep (MPI_Wait and the like spin on opal_progress, which yields
+ * between turns that did nothing): where the thread did nothing but such
+ * turns since its last one, and a turn took longer than
+ * coll_ringx_sleep_after_yield_us (other processes hold the core), sleeps
+ * on the bell, after one more round() (the calls' progress; returns what
+ * it completed) that did no work.  Returns what the rounds completed. */
+int ringx_bell_rest(int (*round)(void));
+
 #endif /* COLL_RINGX_BELL_H */

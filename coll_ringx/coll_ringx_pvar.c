@@ -122,6 +122,9 @@ static const struct {
       &mca_coll_ringx_counters.waits_slept },
     { "sleeps_timed_out", "of coll_ringx_waits_slept, those that ended at the time limit (1 ms) "
       "rather than woken by a peer", &mca_coll_ringx_counters.sleeps_timed_out },
+    { "progress_waits_slept", "of coll_ringx_waits_slept, those in Open MPI's progress: waits "
+      "(MPI_Wait and the like) for nonblocking and persistent calls",
+      &mca_coll_ringx_counters.progress_slept },
 };
 
 int mca_coll_ringx_register_pvars(void)

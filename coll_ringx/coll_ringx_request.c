@@ -23,6 +23,7 @@
  * way, a persistent one from init to free.
  */
 #include "coll_ringx.h"
+#include "coll_ringx_bell.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -328,18 +329,29 @@ static mca_coll_ringx_module_t *advance_connections(void)
     return over;
 }
 
-int ringx_requests_progress(void)
+/* Whether a wait for req may sleep on the bell (ringx_sched_may_sleep). */
+static int may_sleep(const ringx_request_t *req)
+{
+    return req->prev == NULL && req->call.mem.stage == NULL &&
+           ringx_sched_may_sleep(&req->call.sched);
+}
+
+/* Advances everything under way; *may_rest: something is, and every
+ * wait for it may sleep. */
+static int progress(int *may_rest)
 {
     ringx_request_t *done = NULL, **link;
     mca_coll_ringx_module_t *connected;
     int n = 0;
 
+    *may_rest = 0;
     if ((!ringx_requests_active && !ringx_ucx_flush_pending()) ||
         pthread_mutex_trylock(&under_way.lock) != 0) {
         return 0;
     }
     (void)ringx_ucx_progress_worker();
     connected = advance_connections();
+    *may_rest = under_way.connecting == NULL && under_way.head != NULL;
     link = &under_way.head;
     while (*link != NULL) {
         ringx_request_t *req = *link;
@@ -349,9 +361,11 @@ int ringx_requests_progress(void)
             done = req;
             __atomic_fetch_sub(&ringx_requests_active, 1, __ATOMIC_RELAXED);
         } else {
+            *may_rest = *may_rest && may_sleep(req);
             link = &req->next;
         }
     }
+    *may_rest = *may_rest && under_way.head != NULL && !ringx_ucx_flush_pending();
     pthread_mutex_unlock(&under_way.lock);
     while (connected != NULL) {
         mca_coll_ringx_module_t *m = connected;
@@ -368,13 +382,29 @@ int ringx_requests_progress(void)
     return n;
 }
 
+int ringx_requests_progress(void)
+{
+    int may_rest;
+
+    return progress(&may_rest);
+}
+
+/* Open MPI's progress: a turn that did nothing may sleep on the bell
+ * (ringx_bell_rest), except inside ringx's own waits, which sleep in their
+ * own way.  Work done counts as an event: Open MPI yields the core after a
+ * turn without any, and a yield to a busy process loses it for a slice. */
 static int progress_callback(void)
 {
     int was = ringx_ucx_inside_progress(1);
-    int n = ringx_requests_progress();
+    unsigned work = ringx_bell_work;
+    int may_rest;
+    int n = progress(&may_rest);
 
+    if (n == 0 && work == ringx_bell_work && may_rest && !was) {
+        n = ringx_bell_rest(ringx_requests_progress);
+    }
     (void)ringx_ucx_inside_progress(was);
-    return n;
+    return n > 0 ? n : work != ringx_bell_work;
 }
 
 /* Under the lock. */

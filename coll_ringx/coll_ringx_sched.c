@@ -180,7 +180,7 @@ void ringx_sched_cleanup(ringx_sched_t *s)
  * reads and the outboxes are all on this node and ring when they store
  * what this rank waits for; reads through UCP gets need the peers awake
  * (UCX 1.13 answers them in the peer's progress), single copies do not. */
-static int may_sleep(const ringx_sched_t *s)
+int ringx_sched_may_sleep(const ringx_sched_t *s)
 {
     return s->engine == RINGX_ENGINE_OUTBOX ||
            (s->engine == RINGX_ENGINE_DIRECT && s->u.ds.module->mailbox.single_copy);
@@ -191,7 +191,7 @@ int ringx_sched_run(ringx_sched_t *s, ringx_mem_t *mem)
     unsigned idle = 0;
     int rc = ringx_sched_start(s);
 
-    ringx_bell_wait_begins(may_sleep(s));
+    ringx_bell_wait_begins(ringx_sched_may_sleep(s));
     while (rc == OMPI_SUCCESS && (rc = ringx_sched_progress(s)) == RINGX_PENDING) {
         ringx_mem_progress(mem, &idle);
         rc = OMPI_SUCCESS;

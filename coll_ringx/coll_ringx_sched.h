@@ -455,6 +455,10 @@ void ringx_sched_abandon(ringx_sched_t *s);
 void ringx_sched_cleanup(ringx_sched_t *s);
 void ringx_sched_release(ringx_sched_t *s);
 
+/* Whether a wait for s may sleep on the process's bell: everything it
+ * waits for is stored by ranks of this node, which ring. */
+int ringx_sched_may_sleep(const ringx_sched_t *s);
+
 /* Start, then progress until done (blocking collectives). */
 int ringx_sched_run(ringx_sched_t *s, ringx_mem_t *mem);
 

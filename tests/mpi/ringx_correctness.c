@@ -68,8 +68,11 @@
  *   --expect-slept                 waits of this rank slept on its bell
  *                                  and peers woke most of them
  *                                  (coll_ringx_waits_slept grew, fewer
- *                                  coll_ringx_sleeps_timed_out; run with
- *                                  coll_ringx_yield 1 and
+ *                                  coll_ringx_sleeps_timed_out; with
+ *                                  --nonblocking or --persistent, waits
+ *                                  in Open MPI's progress too:
+ *                                  coll_ringx_progress_waits_slept; run
+ *                                  with coll_ringx_yield 1 and
  *                                  coll_ringx_sleep_after_yield_us -1)
  *   --mem cuda                     the buffers of every call ringx must
  *                                  serve are in device memory (copies of
@@ -2091,6 +2094,14 @@ static void check_slept(void)
               ringx_pvar_read("coll_ringx_sleeps_timed_out", &timed_out) == 0;
 
     rx_check(NULL, ok && slept > 0, "no wait counted by coll_ringx_waits_slept");
+    if (opts.nonblocking || opts.persistent) {
+        unsigned long long in_progress = 0;
+        rx_check(NULL,
+                 ringx_pvar_read("coll_ringx_progress_waits_slept", &in_progress) == 0 &&
+                     in_progress > 0,
+                 "no wait for a nonblocking or persistent call counted by "
+                 "coll_ringx_progress_waits_slept");
+    }
     rx_check(NULL, ok && timed_out * 2 < slept,
              "%llu of %llu sleeps ended at the time limit (coll_ringx_sleeps_timed_out): the "
              "peers' rings did not wake them", timed_out, slept);
