@@ -304,6 +304,16 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
  * 64-139.  Allreduce in pieces lost under load from 16 MiB (np 4 64 MiB:
  * 127-128 against 70-81), so it reads the buffers beyond one outbox.
  */
+/* Nonblocking allgathers where ranks share cores (2026-12-07, ringx_bench
+ * -f nonblocking -c allgather, 128 KiB - 16 MiB gathered, against libnbc):
+ * through the posted outboxes, in pieces, np 4 quiet 1.26-1.70x where
+ * reading the buffers from 256 KiB gave 0.86-1.57x, np 8 1.52-3.18x against
+ * 0.97-2.67x; with two busy processes, up to 2 MiB np 4 1.37-2.46x against
+ * 0.93-1.94x and np 8 1.12-1.51x against 0.70-1.31x, but from 4 MiB np 4
+ * 0.21-0.38x against 0.67-1.04x (a synchronisation per piece, each waiting
+ * for a descheduled rank).  So they read the buffers from 4 MiB. */
+#define RINGX_CROWDED_NONBLOCKING_ALLGATHER_BUFFERS_BYTES (4 * 1024 * 1024)
+
 static size_t buffers_from(const mca_coll_ringx_module_t *m, ringx_coll_t coll, int crowded,
                            int set, int blocking)
 {
@@ -313,6 +323,9 @@ static size_t buffers_from(const mca_coll_ringx_module_t *m, ringx_coll_t coll, 
     if (blocking && !set && crowded && large > 0) {
         /* allgather never reads them (0); the others beyond one outbox */
         return coll == RINGX_COLL_ALLGATHER ? 0 : large >= bytes ? large + 1 : bytes;
+    }
+    if (!blocking && !set && crowded && coll == RINGX_COLL_ALLGATHER) {
+        return RINGX_CROWDED_NONBLOCKING_ALLGATHER_BUFFERS_BYTES;
     }
     return set || coll == RINGX_COLL_ALLREDUCE || crowded ? bytes : 16 * 1024;
 }
