@@ -56,13 +56,18 @@ void ringx_bell_wait_ends(void);
  * bell where the wait may and other processes hold the core, else yields. */
 void ringx_bell_idle(void);
 
-/* An idle turn of Open MPI's progress over nonblocking calls whose waits
- * may sleep (MPI_Wait and the like spin on opal_progress, which yields
- * between turns that did nothing): where the thread did nothing but such
- * turns since its last one, and a turn took longer than
- * coll_ringx_sleep_after_yield_us (other processes hold the core), sleeps
- * on the bell, after one more round() (the calls' progress; returns what
- * it completed) that did no work.  Returns what the rounds completed. */
+/* Waits in Open MPI's progress loop (MPI_Wait and the like on nonblocking
+ * calls spin on opal_progress, which yields after every turn without
+ * events).  turn_begins and turn_ends bracket every turn of ringx's
+ * progress callback (idle: the turn had no event); a turn that began long
+ * after an idle one, where the thread did nothing else meanwhile, marks
+ * the core contended.  rest: an idle turn over calls whose waits may all
+ * sleep; where the core is contended and the thread did nothing but turns
+ * since the last one (less than 20 us of CPU time), sleeps on the bell
+ * after one more round() (the calls' progress: returns what it completed)
+ * that did no work; returns what the rounds completed. */
+void ringx_bell_turn_begins(void);
 int ringx_bell_rest(int (*round)(void));
+void ringx_bell_turn_ends(int idle);
 
 #endif /* COLL_RINGX_BELL_H */

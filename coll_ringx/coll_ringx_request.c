@@ -397,11 +397,17 @@ static int progress_callback(void)
 {
     int was = ringx_ucx_inside_progress(1);
     unsigned work = ringx_bell_work;
-    int may_rest;
-    int n = progress(&may_rest);
+    int may_rest, n;
 
-    if (n == 0 && work == ringx_bell_work && may_rest && !was) {
-        n = ringx_bell_rest(ringx_requests_progress);
+    if (!was) {
+        ringx_bell_turn_begins();
+    }
+    n = progress(&may_rest);
+    if (!was) {
+        if (n == 0 && work == ringx_bell_work && may_rest) {
+            n = ringx_bell_rest(ringx_requests_progress);
+        }
+        ringx_bell_turn_ends(n == 0 && work == ringx_bell_work);
     }
     (void)ringx_ucx_inside_progress(was);
     return n > 0 ? n : work != ringx_bell_work;
