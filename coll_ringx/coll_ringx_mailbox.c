@@ -304,6 +304,14 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
  * 64-139.  Allreduce in pieces lost under load from 16 MiB (np 4 64 MiB:
  * 127-128 against 70-81), so it reads the buffers beyond one outbox.
  */
+/* Allgathers where each rank has a core (np 2 here, 2026-12-07, ringx_bench
+ * -c allgather -b 4K -e 256K, two launches each, quiet and beside two busy
+ * processes): through the outboxes 16 KiB gathered went 2.09-2.33x, 32 KiB
+ * 1.36-1.46x, where reading the buffers gave 0.90-1.03x; 64 KiB 0.96-1.02x
+ * either way; from 128 KiB the buffers won (0.94-1.05x against 0.57-0.81x).
+ * The outboxes' engine has changed since the figures above. */
+#define RINGX_ALLGATHER_BUFFERS_BYTES (64 * 1024)
+
 /* Nonblocking allgathers where ranks share cores (2026-12-07, ringx_bench
  * -f nonblocking -c allgather, 128 KiB - 16 MiB gathered, against libnbc):
  * through the posted outboxes, in pieces, np 4 quiet 1.26-1.70x where
@@ -327,7 +335,10 @@ static size_t buffers_from(const mca_coll_ringx_module_t *m, ringx_coll_t coll, 
     if (!blocking && !set && crowded && coll == RINGX_COLL_ALLGATHER) {
         return RINGX_CROWDED_NONBLOCKING_ALLGATHER_BUFFERS_BYTES;
     }
-    return set || coll == RINGX_COLL_ALLREDUCE || crowded ? bytes : 16 * 1024;
+    if (set || coll == RINGX_COLL_ALLREDUCE || crowded) {
+        return bytes;
+    }
+    return coll == RINGX_COLL_ALLGATHER ? RINGX_ALLGATHER_BUFFERS_BYTES : 16 * 1024;
 }
 
 /* ------------------------------------------------------------- stamps */
