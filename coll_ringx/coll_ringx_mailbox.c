@@ -305,12 +305,16 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
  * 127-128 against 70-81), so it reads the buffers beyond one outbox.
  */
 /* Allgathers where each rank has a core (np 2 here, 2026-12-07, ringx_bench
- * -c allgather -b 4K -e 256K, two launches each, quiet and beside two busy
- * processes): through the outboxes 16 KiB gathered went 2.09-2.33x, 32 KiB
- * 1.36-1.46x, where reading the buffers gave 0.90-1.03x; 64 KiB 0.96-1.02x
- * either way; from 128 KiB the buffers won (0.94-1.05x against 0.57-0.81x).
- * The outboxes' engine has changed since the figures above. */
-#define RINGX_ALLGATHER_BUFFERS_BYTES (64 * 1024)
+ * -c allgather -b 4K -e 256K, ratios to the stock collective, launches of
+ * each in turn): through the outboxes, 16 KiB gathered went 2.09-2.39x on
+ * the quiet machine where reading the buffers gave 0.88-0.95x, and
+ * 0.92-2.26x beside two busy processes (0.90-1.11x); 32 KiB 1.36-1.53x
+ * quiet (0.88-1.03x) but, beside busy processes, 0.57-0.63x in 7 of 10
+ * launches (the buffers 0.93-1.09x in most): one synchronisation more, and
+ * the ranks, which do not yield, are scheduled out of phase.  From 64 KiB
+ * the buffers won or tied.  The outboxes' engine has changed since the
+ * figures above. */
+#define RINGX_ALLGATHER_BUFFERS_BYTES (32 * 1024)
 
 /* Nonblocking allgathers where ranks share cores (2026-12-07, ringx_bench
  * -f nonblocking -c allgather, 128 KiB - 16 MiB gathered, against libnbc):
