@@ -351,7 +351,7 @@ static int progress(int *may_rest)
     }
     (void)ringx_ucx_progress_worker();
     connected = advance_connections();
-    *may_rest = under_way.connecting == NULL && under_way.head != NULL;
+    *may_rest = under_way.connecting == NULL;
     link = &under_way.head;
     while (*link != NULL) {
         ringx_request_t *req = *link;
