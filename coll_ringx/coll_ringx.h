@@ -173,10 +173,11 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
 #define RINGX_MAILBOX_COMMS 64
 #define RINGX_MAILBOX_STEPS 16
 #define RINGX_MAILBOX_MAX_BYTES 65536
-/* Blocking calls' large outboxes (coll_ringx_outbox_bytes, at most
- * RINGX_OUTBOX_MAX_BYTES) for the communicators whose context ids are
- * below RINGX_LARGE_OUTBOX_COMMS, after the regions of the window: twice
- * the size per communicator, reserved (virtual) in every process. */
+/* Large outboxes (coll_ringx_outbox_bytes, at most RINGX_OUTBOX_MAX_BYTES)
+ * for the communicators whose context ids are below
+ * RINGX_LARGE_OUTBOX_COMMS, after the regions of the window: two for
+ * blocking calls and RINGX_POSTED_SLOTS posted ones per communicator,
+ * reserved (virtual) in every process. */
 #define RINGX_LARGE_OUTBOX_COMMS 16
 #define RINGX_OUTBOX_MAX_BYTES (1024 * 1024 * 1024)
 /* Outboxes of nonblocking and persistent calls up to RINGX_POSTED_BYTES,
@@ -189,13 +190,13 @@ void ringx_scratch_set_free(ringx_scratch_set_t *s);
  * 68-71 at np 4, 133-141 instead of 212-227 at np 8; reduce_scatter_block
  * 96 KiB 17 us instead of 23-24 at np 4, 35-44 instead of 70-71 at np 8
  * (192 KiB: within 10% either way).  At np 2, where a rank reads a single
- * peer, the buffers stayed ahead from 192 KiB (allreduce 21 us instead of
- * 27): the outboxes take half as much there (ringx_osched_fits).  (64
+ * peer, the buffers stayed ahead from 192 KiB (ringx_osched_fits).  (64
  * KiB outboxes, the release before, against the buffers: allreduce 64 KiB
  * 2.2x libnbc instead of 1.6x at np 2, 2.0-2.1x instead of 1.1-1.2x at
  * np 8.)  Each communicator's region holds four: 1 MiB of each process's
  * shared window (RINGX_MAILBOX_COMMS regions, 64 MiB in all, virtual),
- * touched only where used. */
+ * touched only where used; the first RINGX_LARGE_OUTBOX_COMMS
+ * communicators use large ones instead. */
 #define RINGX_POSTED_SLOTS 4
 #define RINGX_POSTED_BYTES 262144
 /* The largest allreduce that every rank reduces whole out of the
@@ -220,7 +221,7 @@ typedef struct ringx_mailbox {
     size_t stride;              /* bytes per slot */
     size_t outbox_at[2];        /* [posted]: where a region's outboxes of that kind start
                                  * (relative to the region: the large ones lie beyond) */
-    size_t outbox_bytes;        /* data bytes of a blocking call's outbox */
+    size_t outbox_bytes[2];     /* [posted]: data bytes of an outbox of that kind */
     size_t outbox_stride[2];    /* [posted]: bytes from one outbox of that kind to the next */
     size_t buffers_from[2][RINGX_COLL_COUNT]; /* [blocking][coll]: calls this large read the
                                                * peers' buffers (agreed; 0: never) */

@@ -322,23 +322,25 @@ static int ringx_register(void)
         "time: a few synchronisations per call instead of one or two per piece, which holds "
         "up when ranks are descheduled (busy or oversubscribed cores). Needs single copies "
         "(UCX's cma transport) between every pair of ranks; the smallest value of the ranks "
-        "counts. 0: outboxes for every size. Left at its default, allgather and "
-        "reduce_scatter_block read the buffers from 16384 bytes where no rank yields its core "
-        "(see coll_ringx_yield)",
+        "counts. 0: outboxes for every size. Left at its default, allgather reads the "
+        "buffers from 32768 bytes and reduce_scatter_block from 16384 where no rank yields "
+        "its core (see coll_ringx_yield), and where ranks share cores allgathers never read "
+        "them (through the outboxes of coll_ringx_outbox_bytes, in pieces beyond one)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_ALL_EQ,
         &c->direct_buffer_bytes);
     register_var("outbox_bytes",
                  "Size (bytes, at most 1 GiB) of each of the two outboxes through which the "
                  "blocking calls of the first 16 communicators (context ids below 16) pass "
-                 "their data on one node (algorithm direct_read), in place of the outboxes "
-                 "of coll_ringx_mailbox_bytes (64.9 KiB with its default): a call that fits "
-                 "takes one piece, a synchronisation or two, and where ranks share cores "
-                 "(see coll_ringx_yield) allreduce and reduce_scatter_block calls up to this "
-                 "size, and allgathers of any size (in pieces beyond one), go through them "
-                 "rather than read the peers' buffers. Each process "
-                 "reserves twice this per communicator in shared memory (virtual; touched "
-                 "only where calls use it). 0, or no larger than the mailbox outboxes: "
-                 "none. The same on every rank",
+                 "their data on one node (algorithm direct_read), and of each of the four "
+                 "posted outboxes of their nonblocking and persistent calls, in place of the "
+                 "outboxes of coll_ringx_mailbox_bytes (64.9 KiB with its default; posted: 256 "
+                 "KiB): a call that fits takes one piece, a synchronisation or two, and where "
+                 "ranks share cores (see coll_ringx_yield) blocking allreduce and "
+                 "reduce_scatter_block calls up to this size, and allgathers of any size (in "
+                 "pieces beyond one), go through them rather than read the peers' buffers. "
+                 "Each process reserves six times this per communicator in shared memory "
+                 "(virtual; touched only where calls use it). 0, or no larger than the mailbox "
+                 "outboxes: none. The same on every rank",
                  MCA_BASE_VAR_TYPE_SIZE_T, NULL, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
                  &c->outbox_bytes);
     register_var("single_copy",

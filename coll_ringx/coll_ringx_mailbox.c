@@ -39,10 +39,10 @@
  * then copies each byte it gets once, where a mailbox message is copied
  * by its sender and its receiver.  Each piece waits for every rank, so
  * calls of many pieces read the peers' buffers instead
- * (ringx_direct_from_buffers, coll_ringx_direct.c).  The blocking calls of
- * the first RINGX_LARGE_OUTBOX_COMMS communicators take large outboxes
- * (coll_ringx_outbox_bytes), laid out after the regions, so that calls of
- * a few MiB are one piece.
+ * (ringx_direct_from_buffers, coll_ringx_direct.c).  The calls of the
+ * first RINGX_LARGE_OUTBOX_COMMS communicators take large outboxes
+ * (coll_ringx_outbox_bytes, blocking and posted), laid out after the
+ * regions, so that calls of a few MiB are one piece.
  */
 #include "coll_ringx.h"
 #include "coll_ringx_bell.h"
@@ -133,8 +133,8 @@ static size_t region_bytes(size_t bytes)
                  : RINGX_DIRECT_RECORD_BYTES;
 }
 
-/* The large outboxes of blocking calls (coll_ringx_outbox_bytes): 0 where
- * there are none, or they would be no larger than a region's own. */
+/* The large outboxes (coll_ringx_outbox_bytes): 0 where there are none,
+ * or they would be no larger than a region's own blocking ones. */
 static size_t large_outbox_bytes(size_t bytes)
 {
     size_t large = mca_coll_ringx_component.outbox_bytes;
@@ -143,9 +143,12 @@ static size_t large_outbox_bytes(size_t bytes)
     return bytes == 0 || large <= blocking_bytes(bytes) ? 0 : large;
 }
 
-/* The large outboxes come after the regions, two per context id below
- * RINGX_LARGE_OUTBOX_COMMS: the regions stay small, so the window does not
- * grow with RINGX_MAILBOX_COMMS times the large size. */
+/* The large outboxes come after the regions, LARGE_OUTBOXES per context id
+ * below RINGX_LARGE_OUTBOX_COMMS (the two blocking ones, then the posted
+ * ones): the regions stay small, so the window does not grow with
+ * RINGX_MAILBOX_COMMS times the large size. */
+#define LARGE_OUTBOXES (2 + RINGX_POSTED_SLOTS)
+
 static size_t large_outboxes_at(size_t bytes)
 {
     return RINGX_MAILBOX_COMMS * region_bytes(bytes);
@@ -166,7 +169,8 @@ static size_t large_outbox_stride(size_t bytes)
 
 static size_t window_needed(size_t bytes)
 {
-    return large_outboxes_at(bytes) + RINGX_LARGE_OUTBOX_COMMS * 2 * large_outbox_stride(bytes);
+    return large_outboxes_at(bytes) +
+           RINGX_LARGE_OUTBOX_COMMS * LARGE_OUTBOXES * large_outbox_stride(bytes);
 }
 
 _Static_assert(RINGX_OUTBOX_PARTS * FLAG_BYTES <= OUTBOX_DATA_OFFSET,
@@ -188,17 +192,21 @@ static void lay_out_outboxes(ringx_mailbox_t *mb, size_t bytes, uint32_t comm_id
 
     if (large > 0) {
         /* the same offset from the communicator's region in every window */
-        mb->outbox_at[0] = large_outboxes_at(bytes) + comm_id * 2 * large_outbox_stride(bytes) -
+        size_t stride = large_outbox_stride(bytes);
+
+        mb->outbox_at[0] = large_outboxes_at(bytes) + comm_id * LARGE_OUTBOXES * stride -
                            comm_id * region_bytes(bytes);
-        mb->outbox_stride[0] = large_outbox_stride(bytes);
-        mb->outbox_bytes = large;
-    } else {
-        mb->outbox_at[0] = mailboxes_end(bytes);
-        mb->outbox_stride[0] = outbox_stride(blocking_bytes(bytes));
-        mb->outbox_bytes = blocking_bytes(bytes);
+        mb->outbox_at[1] = mb->outbox_at[0] + 2 * stride;
+        mb->outbox_stride[0] = mb->outbox_stride[1] = stride;
+        mb->outbox_bytes[0] = mb->outbox_bytes[1] = large;
+        return;
     }
+    mb->outbox_at[0] = mailboxes_end(bytes);
+    mb->outbox_stride[0] = outbox_stride(blocking_bytes(bytes));
+    mb->outbox_bytes[0] = blocking_bytes(bytes);
     mb->outbox_at[1] = posted_acks_at(bytes) + CACHE_LINE;
     mb->outbox_stride[1] = outbox_stride(posted_bytes(bytes));
+    mb->outbox_bytes[1] = posted_bytes(bytes);
 }
 
 /* The outbox of call n (its flags, one per part, then its data) in a
@@ -316,15 +324,23 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
  * figures above. */
 #define RINGX_ALLGATHER_BUFFERS_BYTES (32 * 1024)
 
-/* Nonblocking allgathers where ranks share cores (2026-12-07, ringx_bench
- * -f nonblocking -c allgather, 128 KiB - 16 MiB gathered, against libnbc):
- * through the posted outboxes, in pieces, np 4 quiet 1.26-1.70x where
- * reading the buffers from 256 KiB gave 0.86-1.57x, np 8 1.52-3.18x against
+/* Nonblocking allgathers where ranks share cores pass through the posted
+ * outboxes at any size, in pieces of one outbox of each rank's block, as
+ * blocking ones pass through the large outboxes.  With 256 KiB outboxes
+ * (2026-12-07, ringx_bench -f nonblocking -c allgather, 128 KiB - 16 MiB
+ * gathered, against libnbc), np 4 quiet 1.26-1.70x where reading the
+ * buffers from 256 KiB gave 0.86-1.57x, np 8 1.52-3.18x against
  * 0.97-2.67x; with two busy processes, up to 2 MiB np 4 1.37-2.46x against
  * 0.93-1.94x and np 8 1.12-1.51x against 0.70-1.31x, but from 4 MiB np 4
- * 0.21-0.38x against 0.67-1.04x (a synchronisation per piece, each waiting
- * for a descheduled rank).  So they read the buffers from 4 MiB. */
-#define RINGX_CROWDED_NONBLOCKING_ALLGATHER_BUFFERS_BYTES (4 * 1024 * 1024)
+ * 0.21-0.38x against 0.67-1.04x: a synchronisation per piece, each
+ * waiting for a descheduled rank.  So they read the buffers from 4 MiB,
+ * where np 8 beside the busy processes ran at 0.74-0.91x from 4 to 64 MiB
+ * (medians of 5 launches).  The large posted outboxes (4 MiB, the first
+ * RINGX_LARGE_OUTBOX_COMMS communicators) hold up there: 1.04-1.28x, np 4
+ * 1.32-1.89x against 0.98-1.20x, and quiet 1.21-1.65x (np 8) and
+ * 1.37-1.87x from 8 MiB (np 4) against 0.86-1.38x; pieces of 1 MiB gave
+ * np 4 16-32 MiB beside busy processes 0.70-0.78x where 2 MiB gave
+ * 1.12-1.15x, and 2 MiB 1.14-1.21x where 4 MiB gave 1.31-1.38x. */
 
 static size_t buffers_from(const mca_coll_ringx_module_t *m, ringx_coll_t coll, int crowded,
                            int set, int blocking)
@@ -332,12 +348,11 @@ static size_t buffers_from(const mca_coll_ringx_module_t *m, ringx_coll_t coll, 
     size_t bytes = mca_coll_ringx_component.direct_buffer_bytes;
     size_t large = comm_large_outbox_bytes(m->comm_id, slot_bytes());
 
-    if (blocking && !set && crowded && large > 0) {
-        /* allgather never reads them (0); the others beyond one outbox */
-        return coll == RINGX_COLL_ALLGATHER ? 0 : large >= bytes ? large + 1 : bytes;
+    if (!set && crowded && coll == RINGX_COLL_ALLGATHER && (large > 0 || !blocking)) {
+        return 0;   /* never: through the outboxes, in pieces beyond one */
     }
-    if (!blocking && !set && crowded && coll == RINGX_COLL_ALLGATHER) {
-        return RINGX_CROWDED_NONBLOCKING_ALLGATHER_BUFFERS_BYTES;
+    if (blocking && !set && crowded && large > 0) {
+        return large >= bytes ? large + 1 : bytes;      /* beyond one outbox */
     }
     if (set || coll == RINGX_COLL_ALLREDUCE || crowded) {
         return bytes;
@@ -647,11 +662,13 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
     ringx_mailbox_ring(m);
     if (ringx_one_node(m)) {
         const size_t *blocking = mb->buffers_from[1], *nonblocking = mb->buffers_from[0];
-        RINGX_LOG(2, "%s: direct reads (%s; blocking calls through outboxes of %zu bytes; out "
-                     "of the peers' buffers from %zu / %zu / %zu bytes for allreduce / allgather "
-                     "/ reduce_scatter_block, nonblocking ones from %zu / %zu / %zu, 0: never); "
-                     "messages up to %zu bytes go through mailboxes",
-                  comm->c_name, mb->single_copy ? "single copies" : "UCP gets", mb->outbox_bytes,
+        RINGX_LOG(2, "%s: direct reads (%s; blocking calls through outboxes of %zu bytes, "
+                     "nonblocking ones of %zu; out of the peers' buffers from %zu / %zu / %zu "
+                     "bytes for allreduce / allgather / reduce_scatter_block, nonblocking ones "
+                     "from %zu / %zu / %zu, 0: never); messages up to %zu bytes go through "
+                     "mailboxes",
+                  comm->c_name, mb->single_copy ? "single copies" : "UCP gets",
+                  mb->outbox_bytes[0], mb->outbox_bytes[1],
                   blocking[RINGX_COLL_ALLREDUCE], blocking[RINGX_COLL_ALLGATHER],
                   blocking[RINGX_COLL_REDUCE_SCATTER_BLOCK], nonblocking[RINGX_COLL_ALLREDUCE],
                   nonblocking[RINGX_COLL_ALLGATHER], nonblocking[RINGX_COLL_REDUCE_SCATTER_BLOCK],
@@ -742,8 +759,7 @@ static uint64_t *outbox_flag(const mca_coll_ringx_module_t *m, int posted, int r
 
 size_t ringx_outbox_bytes(const mca_coll_ringx_module_t *m, int posted)
 {
-    size_t bytes = m->mailbox.local != NULL ? m->mailbox.bytes : 0;
-    return posted ? posted_bytes(bytes) : bytes > 0 ? m->mailbox.outbox_bytes : 0;
+    return m->mailbox.local != NULL && m->mailbox.bytes > 0 ? m->mailbox.outbox_bytes[posted] : 0;
 }
 
 char *ringx_outbox_data(const mca_coll_ringx_module_t *m, int posted, int rank, uint64_t n)

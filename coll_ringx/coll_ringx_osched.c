@@ -52,18 +52,26 @@ static size_t piece_elems(const ringx_call_t *c)
     return ringx_outbox_bytes(c->m, !c->blocking) / (c->elem_size * units(c));
 }
 
+/* Nonblocking and persistent calls on two ranks whose buffers may be read
+ * pass through the posted outboxes up to this size: beyond it, reading
+ * the one peer's buffer costs less than the copy into the outbox (np 2,
+ * 2026-12-05: allreduce 192 KiB 21 us reading it, 27 through the
+ * outboxes). */
+#define TWO_RANKS_POSTED_BYTES (128 * 1024)
+
 /* Only what every rank knows alike decides, not where its buffers are: a
  * rank whose data the outboxes do not hold (device memory, or staged host
  * buffers, which travel as device buffers do) declines the call in its
  * input's flag, and then every rank takes the choice without direct reads
  * (a declined call).  Two ranks whose buffers may be read: one peer's
- * buffer to read is cheaper than the copy into a posted outbox above half
- * of it (see RINGX_POSTED_BYTES). */
+ * buffer to read is cheaper than the copy into a posted outbox beyond
+ * TWO_RANKS_POSTED_BYTES. */
 int ringx_osched_fits(const ringx_call_t *c)
 {
-    size_t input = c->count * c->elem_size * units(c), posted = ringx_outbox_bytes(c->m, 1);
+    size_t input = c->count * c->elem_size * units(c);
     int buffers_cheaper = !c->blocking && c->m->size == 2 &&
-                          c->m->mailbox.buffers_from[0][c->coll] > 0 && input > posted / 2;
+                          c->m->mailbox.buffers_from[0][c->coll] > 0 &&
+                          input > TWO_RANKS_POSTED_BYTES;
 
     return c->count > 0 && ringx_direct_possible(c->m) && piece_elems(c) > 0 && !buffers_cheaper;
 }
