@@ -338,7 +338,8 @@ static int usable_here(const mca_coll_ringx_module_t *m, char *const *windows, s
  * (medians of 5 launches).  The large posted outboxes (4 MiB, the first
  * RINGX_LARGE_OUTBOX_COMMS communicators) hold up there: 1.04-1.28x, np 4
  * 1.32-1.89x against 0.98-1.20x, and quiet 1.21-1.65x (np 8) and
- * 1.37-1.87x from 8 MiB (np 4) against 0.86-1.38x; pieces of 1 MiB gave
+ * 1.37-1.87x from 8 MiB (np 4) against 0.86-1.38x (np 4 an hour later:
+ * 0.88-1.30x against 0.88-0.95x); pieces of 1 MiB gave
  * np 4 16-32 MiB beside busy processes 0.70-0.78x where 2 MiB gave
  * 1.12-1.15x, and 2 MiB 1.14-1.21x where 4 MiB gave 1.31-1.38x. */
 
