@@ -139,6 +139,12 @@ static char *result_at(const ringx_osched_t *s)
     return s->call->result + first(s) * s->call->elem_size;
 }
 
+/* Where the piece of rank's block of an allgather's result goes. */
+static char *block_at(const ringx_osched_t *s, int rank)
+{
+    return result_at(s) + (size_t)rank * s->call->count * s->call->elem_size;
+}
+
 static int fill(ringx_osched_t *s)
 {
     ringx_call_t *c = s->call;
@@ -159,7 +165,7 @@ static int fill(ringx_osched_t *s)
 static int own_block(ringx_osched_t *s)
 {
     const ringx_call_t *c = s->call;
-    char *dst = result_at(s) + (size_t)c->m->rank * c->count * c->elem_size;
+    char *dst = block_at(s, c->m->rank);
     const char *src = c->input + first(s) * c->elem_size;
 
     return c->coll != RINGX_COLL_ALLGATHER || dst == src
@@ -207,11 +213,8 @@ static int outcome(int rc, int status)
  * against 0.88-1.22x copying them all once every one was in). */
 static int copy_block(ringx_osched_t *s, int rank)
 {
-    const ringx_call_t *c = s->call;
-    size_t block = c->count * c->elem_size;
-
-    return ringx_mem_copy(&s->call->mem, result_at(s) + (size_t)rank * block,
-                          outbox_of(s, rank), elems(s) * c->elem_size);
+    return ringx_mem_copy(&s->call->mem, block_at(s, rank), outbox_of(s, rank),
+                          elems(s) * s->call->elem_size);
 }
 
 /* Every peer's part of the piece in, from the next rank on: s->arrived
