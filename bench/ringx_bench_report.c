@@ -243,12 +243,14 @@ static void print_pvar_summary(void)
         printf(" mailbox=%llu bytes_sent=%llu\n", ringx_pvar_read_coll(coll_names[c], "mailbox"),
                ringx_pvar_read_coll(coll_names[c], "bytes_sent"));
     }
-    unsigned long long slept = 0, timed_out = 0, in_progress = 0;
+    unsigned long long slept = 0, timed_out = 0, missed = 0, in_progress = 0;
     if (ringx_pvar_read("coll_ringx_waits_slept", &slept) == 0 &&
         ringx_pvar_read("coll_ringx_sleeps_timed_out", &timed_out) == 0 &&
+        ringx_pvar_read("coll_ringx_rings_missed", &missed) == 0 &&
         ringx_pvar_read("coll_ringx_progress_waits_slept", &in_progress) == 0) {
-        printf("#   waits slept=%llu (timed out, not woken: %llu; in MPI_Wait and the like on "
-               "nonblocking calls: %llu)\n", slept, timed_out, in_progress);
+        printf("#   waits slept=%llu (timed out, not woken: %llu, with a ring missed: %llu; in "
+               "MPI_Wait and the like on nonblocking calls: %llu)\n", slept, timed_out, missed,
+               in_progress);
     }
 }
 

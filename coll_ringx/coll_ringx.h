@@ -74,6 +74,12 @@ RINGX_EXPORT extern mca_coll_ringx_component_t mca_coll_ringx_component;
         }                                                                                  \
     } while (0)
 
+/* The communicator's name for the log, or "communicator cid N" where it
+ * has none (those from MPI_Intercomm_merge or MPI_Comm_create_group, and
+ * intercommunicators while their collectives are selected).  The text
+ * lasts until this thread's next call. */
+const char *ringx_comm_label(struct ompi_communicator_t *comm);
+
 /* Registers the performance variables (coll_ringx_pvar.c). */
 int mca_coll_ringx_register_pvars(void);
 
@@ -112,6 +118,7 @@ typedef struct ringx_counters {
     unsigned long long comms_uneven;      /* across nodes with different rank counts per node */
     unsigned long long waits_slept;       /* waits that slept on the bell (coll_ringx_bell.c) */
     unsigned long long sleeps_timed_out;  /* of those, woken by the time limit, not a ring */
+    unsigned long long rings_missed;      /* of those, with the awaited work already there */
     unsigned long long progress_slept;    /* of those, in Open MPI's progress (nonblocking) */
 } ringx_counters_t;
 

@@ -24,7 +24,12 @@
  * flags once more (one more round of its call) before it sleeps on the
  * ring count it read before announcing; a ringer stores its flag, then
  * looks whether anyone sleeps.  With a full fence between store and load
- * on both sides, one of them sees the other's store.
+ * on both sides, one of them sees the other's store.  A sleep that ends at
+ * the time limit while what it waited for is already there (the next look
+ * finds work) is counted as a ring missed: where peers lose no ring, that
+ * takes a peer descheduled between its store and its ring, so the count
+ * stays near 0 however busy the cores, where the time limit ends most
+ * sleeps when the peers get no core for 1 ms.
  */
 #include "coll_ringx.h"
 #include "coll_ringx_bell.h"
@@ -57,6 +62,8 @@ static __thread struct {
     uint32_t rings;             /* the count read before announcing */
     unsigned work;              /* ringx_bell_work at the last idle round */
     int64_t contended_until;    /* ns, CLOCK_MONOTONIC */
+    int timed_out;              /* the last sleep ended at the time limit */
+    unsigned work_at_timeout;   /* ringx_bell_work then */
 } waiter;
 
 void ringx_bell_open(ringx_bell_t *own)
@@ -121,8 +128,22 @@ static void sleep_on_bell(void)
     ringx_count(&mca_coll_ringx_counters.waits_slept, 1);
     if (rc != 0 && errno == ETIMEDOUT) {
         ringx_count(&mca_coll_ringx_counters.sleeps_timed_out, 1);
+        waiter.timed_out = 1;
+        waiter.work_at_timeout = ringx_bell_work;
     }
     withdraw();
+}
+
+/* After a sleep that timed out, the first look: found_work says whether
+ * it found what the wait was for. */
+static void after_timeout(int found_work)
+{
+    if (waiter.timed_out) {
+        waiter.timed_out = 0;
+        if (found_work) {
+            ringx_count(&mca_coll_ringx_counters.rings_missed, 1);
+        }
+    }
 }
 
 /* A wait that was off its core for took ns, from start, while it had
@@ -166,6 +187,7 @@ void ringx_bell_wait_begins(int may_sleep)
 
 void ringx_bell_wait_ends(void)
 {
+    after_timeout(1);           /* the look after it ended the wait */
     withdraw();
     waiter.may_sleep = 0;
 }
@@ -174,6 +196,7 @@ void ringx_bell_idle(void)
 {
     int worked = waiter.work != ringx_bell_work;
 
+    after_timeout(waiter.work_at_timeout != ringx_bell_work);
     waiter.work = ringx_bell_work;
     if (!waiter.may_sleep || worked || !core_contended()) {
         withdraw();
@@ -226,7 +249,9 @@ static int sleep_unless_work(int (*round)(void))
     }
     sleep_on_bell();
     ringx_count(&mca_coll_ringx_counters.progress_slept, 1);
-    return round();
+    n = round();
+    after_timeout(n != 0 || waiter.work_at_timeout != ringx_bell_work);
+    return n;
 }
 
 /* The thread's CPU time since the last turn ended, where it was read then

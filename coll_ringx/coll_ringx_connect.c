@@ -151,7 +151,7 @@ static int usable(mca_coll_ringx_module_t *m, const ringx_connect_t *c, int with
         return 1;
     }
     m->state = without_ucx ? RINGX_COMM_NO_TRANSPORT : RINGX_COMM_NO_COMMON_ID;
-    RINGX_LOG(1, "%s: %s; the previous component serves this communicator", c->comm->c_name,
+    RINGX_LOG(1, "%s: %s; the previous component serves this communicator", ringx_comm_label(c->comm),
               without_ucx          ? "UCX is unavailable on some rank"
               : !m->comm_id_common ? "its members share no context id (a communicator "
                                      "made from a group or a session)"
@@ -252,7 +252,7 @@ static void keep_job(mca_coll_ringx_module_t *m, const ringx_connect_t *c)
     if (!g[M_JOB] || g[M_DIRECT_SETTING] != -g[M_DIRECT_SETTING_NEG] ||
         !ringx_mailbox_settings_agree(g) ||
         (records = job_records(c, m->size)) == NULL) {
-        RINGX_LOG(1, "%s: later communicators connect with an agreement (%s)", c->comm->c_name,
+        RINGX_LOG(1, "%s: later communicators connect with an agreement (%s)", ringx_comm_label(c->comm),
                   !g[M_JOB] ? "some process has not mapped the windows of its node or sees the "
                               "nodes differently"
                             : "the ranks' coll_ringx_mailbox_bytes, "
@@ -275,12 +275,12 @@ static void finish(mca_coll_ringx_module_t *m, ringx_connect_t *c, int layout_ag
     if (c->rc != OMPI_SUCCESS) {
         m->state = RINGX_COMM_NO_TRANSPORT;
         RINGX_LOG(1, "%s: connecting failed (%d); the previous component serves this "
-                     "communicator", c->comm->c_name, c->rc);
+                     "communicator", ringx_comm_label(c->comm), c->rc);
         return;
     }
     ringx_nodes_agreed(m, c->comm, layout_agreed);
     m->state = RINGX_COMM_READY;
-    RINGX_LOG(2, "%s connected: id %u, %d ranks (%s)", c->comm->c_name, (unsigned)m->comm_id,
+    RINGX_LOG(2, "%s connected: id %u, %d ranks (%s)", ringx_comm_label(c->comm), (unsigned)m->comm_id,
               m->size, c->all != NULL   ? "worker addresses exchanged"
                        : c->agreed     ? "every peer met before"
                                        : "from MPI_COMM_WORLD's connection, no message");

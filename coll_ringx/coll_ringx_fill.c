@@ -330,18 +330,6 @@ void ringx_fill_close(void)
 
 /* --------------------------------------------------------------- fill */
 
-/* The communicator's name for the log: intercommunicators have none yet
- * while their collectives are selected. */
-static const char *comm_label(struct ompi_communicator_t *comm, char *buf, size_t len)
-{
-    if (comm->c_name[0] != '\0') {
-        return comm->c_name;
-    }
-    snprintf(buf, len, "%s cid %u", OMPI_COMM_IS_INTER(comm) ? "intercommunicator" : "communicator",
-             (unsigned)ringx_comm_local_id(comm));
-    return buf;
-}
-
 typedef struct candidate {
     const char *name;
     mca_coll_base_module_t *module;
@@ -388,8 +376,8 @@ static void note_slot(char *buf, size_t len, const char *name)
 static int fill_from(candidate_t *cand, mca_coll_base_module_t *ringx_module,
                      struct ompi_communicator_t *comm, bool empty[NSLOTS])
 {
-    char serves[2048] = "", fallback[256] = "", label[64];
-    const char *name = comm_label(comm, label, sizeof(label));
+    char serves[2048] = "", fallback[256] = "";
+    const char *name = ringx_comm_label(comm);
     int taken = 0;
 
     for (size_t i = 0; i < NSLOTS; i++) {
@@ -428,7 +416,7 @@ int ringx_fill_empty_slots(mca_coll_base_module_t *ringx_module, struct ompi_com
     bool empty[NSLOTS];
     candidate_t cands[MAX_DONORS];
     int filled = 0, n;
-    char left[1024] = "", label[64];
+    char left[1024] = "";
 
     if (!ringx_fill_enabled() || find_empty(comm, empty) == 0) {
         return 0;     /* the default selection: every slot is taken */
@@ -452,7 +440,7 @@ int ringx_fill_empty_slots(mca_coll_base_module_t *ringx_module, struct ompi_com
     }
     if (left[0] != '\0') {
         RINGX_LOG(1, "%s: no selected component nor coll_ringx_fill provides%s",
-                  comm_label(comm, label, sizeof(label)), left);
+                  ringx_comm_label(comm), left);
     }
     return filled;
 }

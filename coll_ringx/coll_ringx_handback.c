@@ -45,7 +45,7 @@ int ringx_handed_back(const mca_coll_ringx_module_t *m, ringx_coll_t coll)
     ringx_count(&mca_coll_ringx_counters.handed_back[coll], 1);
     RINGX_LOG(1, "%s on %s: the previous component handed the call back to ringx; Open MPI's "
                  "point-to-point base algorithm serves it", ringx_coll_name(coll),
-              m->comm->c_name);
+              ringx_comm_label(m->comm));
     return 1;
 }
 

@@ -35,7 +35,7 @@ int ringx_links_choose(mca_coll_ringx_module_t *m)
     }
     RINGX_LOG(2, "%s: links through mailboxes (messages of up to %zu bytes, in the first %d "
                  "steps of blocking calls) and UCX to %d of its peers, through UCX alone to %d",
-              m->comm->c_name, m->mailbox.bytes, RINGX_MAILBOX_STEPS, shared,
+              ringx_comm_label(m->comm), m->mailbox.bytes, RINGX_MAILBOX_STEPS, shared,
               m->size - 1 - shared);
     return OMPI_SUCCESS;
 }

@@ -604,17 +604,17 @@ static void note_layout(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
     m->node_ranks_max = -global[RINGX_MB_NODE_MAX_NEG];
     if (ringx_one_node(m)) {
         ringx_count(&mca_coll_ringx_counters.comms_one_node, 1);
-        RINGX_LOG(2, "%s: %d ranks on one node", comm->c_name, m->size);
+        RINGX_LOG(2, "%s: %d ranks on one node", ringx_comm_label(comm), m->size);
         return;
     }
     ringx_count(&mca_coll_ringx_counters.comms_multi_node, 1);
     if (m->node_ranks_min == m->node_ranks_max) {
         RINGX_LOG(1, "%s: %d ranks on %d nodes, %d per node: no direct reads, mailboxes only "
-                  "inside a node", comm->c_name, m->size, m->size / m->node_ranks_min,
+                  "inside a node", ringx_comm_label(comm), m->size, m->size / m->node_ranks_min,
                   m->node_ranks_min);
     } else {
         RINGX_LOG(1, "%s: %d ranks on several nodes, %d to %d per node: no direct reads, "
-                  "mailboxes only inside a node", comm->c_name, m->size, m->node_ranks_min,
+                  "mailboxes only inside a node", ringx_comm_label(comm), m->size, m->node_ranks_min,
                   m->node_ranks_max);
     }
 }
@@ -628,7 +628,7 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
 
     note_layout(m, comm, global);
     if (!global[RINGX_MB_USABLE] || !ringx_mailbox_settings_agree(global)) {
-        RINGX_LOG(2, "%s: no mailboxes, no direct reads (%s)", comm->c_name,
+        RINGX_LOG(2, "%s: no mailboxes, no direct reads (%s)", ringx_comm_label(comm),
                   !global[RINGX_MB_USABLE] ? "some rank cannot map the window of every peer on "
                                              "its node, or the context id is too large"
                                            : "coll_ringx_mailbox_bytes or coll_ringx_outbox_bytes "
@@ -668,7 +668,7 @@ int ringx_mailbox_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t
                      "bytes for allreduce / allgather / reduce_scatter_block, nonblocking ones "
                      "from %zu / %zu / %zu, 0: never); messages up to %zu bytes go through "
                      "mailboxes",
-                  comm->c_name, mb->single_copy ? "single copies" : "UCP gets",
+                  ringx_comm_label(comm), mb->single_copy ? "single copies" : "UCP gets",
                   mb->outbox_bytes[0], mb->outbox_bytes[1],
                   blocking[RINGX_COLL_ALLREDUCE], blocking[RINGX_COLL_ALLGATHER],
                   blocking[RINGX_COLL_REDUCE_SCATTER_BLOCK], nonblocking[RINGX_COLL_ALLREDUCE],

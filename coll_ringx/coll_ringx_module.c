@@ -7,6 +7,7 @@
 #include "coll_ringx.h"
 #include "coll_ringx_bell.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +19,19 @@
  * slots.  It asks for the highest priority Open MPI accepts so that it is
  * enabled after every other component and sees what they all filled. */
 #define RINGX_FILL_ONLY_PRIORITY 100
+
+const char *ringx_comm_label(struct ompi_communicator_t *comm)
+{
+    static _Thread_local char label[64];
+
+    if (comm->c_name[0] != '\0') {
+        return comm->c_name;
+    }
+    snprintf(label, sizeof(label), "%s cid %u",
+             OMPI_COMM_IS_INTER(comm) ? "intercommunicator" : "communicator",
+             (unsigned)ringx_comm_local_id(comm));
+    return label;
+}
 
 static void module_construct(mca_coll_ringx_module_t *m)
 {
@@ -142,7 +156,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
         m->prev_reduce_scatter_block_init == NULL) {
         RINGX_LOG(1, "no other component (selected or from coll_ringx_fill) serves allreduce, "
                      "allgather and reduce_scatter_block and their nonblocking and persistent "
-                     "forms on %s: ringx stays off there", comm->c_name);
+                     "forms on %s: ringx stays off there", ringx_comm_label(comm));
         release_state(m);
         return OMPI_ERROR;
     }
@@ -150,7 +164,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     m->rank = ompi_comm_rank(comm);
     m->size = ompi_comm_size(comm);
     m->comm_id_common = ringx_comm_common_id(comm, &m->comm_id);
-    RINGX_LOG(2, "enabled on %s (%d ranks)", comm->c_name, m->size);
+    RINGX_LOG(2, "enabled on %s (%d ranks)", ringx_comm_label(comm), m->size);
     if (ringx_job_is_world(comm)) {
         /* now, in MPI_Init, so that every process knows every other before
          * any later communicator connects (coll_ringx_job.c); a failure
@@ -208,7 +222,7 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
                       : mca_coll_ringx_component.priority < 0 ? "negative priority"
                                                               : NULL;
     if (why != NULL && !ringx_fill_enabled()) {
-        RINGX_LOG(3, "declines %s: %s", comm->c_name, why);
+        RINGX_LOG(3, "declines %s: %s", ringx_comm_label(comm), why);
         return NULL;
     }
     m = OBJ_NEW(mca_coll_ringx_module_t);
@@ -219,7 +233,7 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
     m->super.coll_module_disable = module_disable;
     if (why != NULL) {
         RINGX_LOG(3, "serves no collective on %s (%s): fills only the slots other components "
-                     "leave empty", comm->c_name, why);
+                     "leave empty", ringx_comm_label(comm), why);
         *priority = RINGX_FILL_ONLY_PRIORITY;
         return &m->super;
     }
@@ -357,7 +371,7 @@ void ringx_count_fallback(mca_coll_ringx_module_t *m, ringx_coll_t coll, int rea
 {
     ringx_count(&mca_coll_ringx_counters.fallbacks[coll][reason], 1);
     RINGX_LOG(1, "%s%s on %s: fallback (%s)", blocking ? "" : "i", ringx_coll_name(coll),
-              m->comm->c_name, ringx_fallback_name((ringx_fallback_t)reason));
+              ringx_comm_label(m->comm), ringx_fallback_name((ringx_fallback_t)reason));
 }
 
 /* Whether ringx's waits yield the core, decided at the first call ringx

@@ -143,14 +143,14 @@ void ringx_nodes_agreed(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
     if (agreed && n->nnodes >= 2 && n->node_ranks >= 2) {
         ringx_count(&mca_coll_ringx_counters.comms_hierarchical, 1);
         RINGX_LOG(2, "%s: laid out for the hierarchical algorithms: %d nodes of %d ranks, this "
-                  "rank node %d, place %d", comm->c_name, n->nnodes, n->node_ranks, n->node,
+                  "rank node %d, place %d", ringx_comm_label(comm), n->nnodes, n->node_ranks, n->node,
                   n->local);
         return;
     }
     if (agreed && n->node_ranks == 0) {
         ringx_count(&mca_coll_ringx_counters.comms_uneven, 1);
     }
-    RINGX_LOG(1, "%s: no hierarchical algorithms (%s): the flat ones serve", comm->c_name,
+    RINGX_LOG(1, "%s: no hierarchical algorithms (%s): the flat ones serve", ringx_comm_label(comm),
               unused_why(n, agreed));
     ringx_nodes_release(m);
 }

@@ -122,6 +122,10 @@ static const struct {
       &mca_coll_ringx_counters.waits_slept },
     { "sleeps_timed_out", "of coll_ringx_waits_slept, those that ended at the time limit (1 ms) "
       "rather than woken by a peer", &mca_coll_ringx_counters.sleeps_timed_out },
+    { "rings_missed", "of coll_ringx_sleeps_timed_out, those after which the first look found "
+      "what the wait was for already there: the peer stored it without waking the sleeper "
+      "(a peer descheduled between its store and its ring, rarely; many: a ring lost)",
+      &mca_coll_ringx_counters.rings_missed },
     { "progress_waits_slept", "of coll_ringx_waits_slept, those in Open MPI's progress: waits "
       "(MPI_Wait and the like) for nonblocking and persistent calls",
       &mca_coll_ringx_counters.progress_slept },

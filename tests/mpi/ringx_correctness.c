@@ -66,9 +66,10 @@
  *                                  reads and coll_ringx_direct_buffer_bytes
  *                                  BYTES)
  *   --expect-slept                 waits of this rank slept on its bell
- *                                  and peers woke most of them
- *                                  (coll_ringx_waits_slept grew, fewer
- *                                  coll_ringx_sleeps_timed_out; with
+ *                                  and no ring was lost
+ *                                  (coll_ringx_waits_slept grew,
+ *                                  coll_ringx_rings_missed stayed
+ *                                  within 1% of it, plus 2; with
  *                                  --nonblocking or --persistent, waits
  *                                  in Open MPI's progress too:
  *                                  coll_ringx_progress_waits_slept; run
@@ -2085,13 +2086,18 @@ static void check_multi_node(void)
 
 /* --expect-slept: waits for the ranks of this node slept until a peer
  * rang (every result was checked as always).  A peer rings after every
- * flag it stores, so a sleep ends at the time limit only where the peer
- * did not get a core for 1 ms: most must end by a ring. */
+ * flag it stores, so a sleep that ends at the time limit with what it
+ * waited for already there (coll_ringx_rings_missed) takes a peer
+ * descheduled between its store and its ring: rare however busy the
+ * machine, where the time limit itself ends most sleeps when other
+ * processes hold the cores for long (so that count is only reported). */
 static void check_slept(void)
 {
-    unsigned long long slept = 0, timed_out = 0;
+    unsigned long long slept = 0, timed_out = 0, missed = 0;
+    int rank;
     bool ok = ringx_pvar_read("coll_ringx_waits_slept", &slept) == 0 &&
-              ringx_pvar_read("coll_ringx_sleeps_timed_out", &timed_out) == 0;
+              ringx_pvar_read("coll_ringx_sleeps_timed_out", &timed_out) == 0 &&
+              ringx_pvar_read("coll_ringx_rings_missed", &missed) == 0;
 
     rx_check(NULL, ok && slept > 0, "no wait counted by coll_ringx_waits_slept");
     if (opts.nonblocking || opts.persistent) {
@@ -2102,9 +2108,12 @@ static void check_slept(void)
                  "no wait for a nonblocking or persistent call counted by "
                  "coll_ringx_progress_waits_slept");
     }
-    rx_check(NULL, ok && timed_out * 2 < slept,
-             "%llu of %llu sleeps ended at the time limit (coll_ringx_sleeps_timed_out): the "
-             "peers' rings did not wake them", timed_out, slept);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    printf("rank %d: %llu waits slept, %llu timed out, %llu of those with a ring missed\n",
+           rank, slept, timed_out, missed);
+    rx_check(NULL, ok && missed <= 2 + slept / 100,
+             "%llu of %llu sleeps ended at the time limit with what they waited for there "
+             "(coll_ringx_rings_missed): the peers' rings did not wake them", missed, slept);
 }
 
 /* --expect-served-some: another component above ringx passed it calls of

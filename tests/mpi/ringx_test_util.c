@@ -273,12 +273,18 @@ void rx_watchdog_disarm(void)
 
 int rx_finish(const char *program)
 {
-    long long local[2] = { rx_checks, rx_failures }, global[2] = { 0, 0 };
-    int size;
+    return rx_finish_on(MPI_COMM_WORLD, program);
+}
 
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Allreduce(local, global, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (0 == world_rank()) {
+int rx_finish_on(MPI_Comm comm, const char *program)
+{
+    long long local[2] = { rx_checks, rx_failures }, global[2] = { 0, 0 };
+    int size, rank;
+
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_rank(comm, &rank);
+    MPI_Allreduce(local, global, 2, MPI_LONG_LONG, MPI_SUM, comm);
+    if (0 == rank) {
         printf("%s np=%d: %lld checks, %lld failures\n", program, size,
                global[0], global[1]);
         fflush(stdout);

@@ -140,4 +140,8 @@ void rx_watchdog_disarm(void);
  * failures" on rank 0 and return the process exit status: 0 iff F == 0. */
 int rx_finish(const char *program);
 
+/* The same over comm (e.g. one that joins spawned processes to their
+ * parents); N is comm's size. */
+int rx_finish_on(MPI_Comm comm, const char *program);
+
 #endif /* RINGX_TEST_UTIL_H */
