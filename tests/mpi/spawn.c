@@ -12,10 +12,17 @@
  * component (ringx does not serve intercommunicators) with the right
  * result.  Every process, parent or child, checks its own counters and
  * results; the tally runs over the merged communicator.
+ *
+ * On Open MPI 5 it says SKIP (exit 77) unless RINGX_TEST_SPAWN=1: in this
+ * project's Debian 13 chroot (Open MPI 5.0.7) the spawned processes often
+ * cannot reach their parents at all ("host: unknown", no BTL reaches them,
+ * the job aborts or hangs), with --mca coll ^ringx too (2026-12-07: 12 of 12
+ * launches each way in one hour, 0 of 28 an hour before).
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ringx_test_util.h"
 
@@ -127,6 +134,24 @@ static void on_intercomm(MPI_Comm inter, int is_child)
              "allreduce on the intercommunicator served by ringx");
 }
 
+/* Open MPI 5.0's spawn: see the top of this file. */
+static int skip_on_this_mpi(void)
+{
+    const char *force = getenv("RINGX_TEST_SPAWN");
+    int rank;
+
+    if (OMPI_MAJOR_VERSION < 5 || (force != NULL && strcmp(force, "1") == 0)) {
+        return 0;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        printf("SKIP: MPI_Comm_spawn on Open MPI %d: its spawned processes often cannot reach "
+               "their parents here, without ringx too (RINGX_TEST_SPAWN=1 runs it)\n",
+               OMPI_MAJOR_VERSION);
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Comm parent, inter, merged, reversed;
@@ -134,6 +159,10 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
+    if (skip_on_this_mpi()) {
+        MPI_Finalize();
+        return 77;
+    }
     if (rx_pvar_init() != 0 || !rx_component_loaded()) {
         rx_fail("the ringx component is not loaded (no coll_ringx pvars)");
     }
