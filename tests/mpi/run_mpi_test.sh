@@ -12,7 +12,7 @@
 #
 # A hung job is aborted after RINGX_MPI_TIMEOUT seconds (default 300; 0:
 # never), so that a deadlock fails the test instead of stalling the suite;
-# mpirun then exits non-zero.
+# mpirun then exits non-zero (124 where it had to be killed 60 s later).
 #
 # Exits with mpirun's status.
 
@@ -40,17 +40,23 @@ export OMPI_MCA_rmaps_base_oversubscribe OMPI_MCA_coll_ringx_verbose
 
 timeout_s=${RINGX_MPI_TIMEOUT:-300}
 timeout_args=
+outer=
 if [ "$timeout_s" != 0 ]; then
     timeout_args="--timeout $timeout_s"
+    # mpirun's own timeout did not end a job whose spawned processes hung
+    # (Open MPI 5.0.7): coreutils' ends mpirun a minute later.  It runs
+    # mpirun in a process group of its own, so mpirun reads no terminal
+    # (stdin /dev/null below: a read there would stop it).
+    outer="timeout -k 10 $((timeout_s + 60))"
 fi
 
 echo "run_mpi_test: np=$np component_path=$OMPI_MCA_mca_base_component_path"
 echo "run_mpi_test: $program $*"
 
-# timeout_args and RINGX_MPIRUN_ARGS are split into words on purpose.
+# outer, timeout_args and RINGX_MPIRUN_ARGS are split into words on purpose.
 # shellcheck disable=SC2086
-mpirun --oversubscribe --allow-run-as-root -np "$np" $timeout_args \
-    ${RINGX_MPIRUN_ARGS:-} "$program" "$@"
+$outer mpirun --oversubscribe --allow-run-as-root -np "$np" $timeout_args \
+    ${RINGX_MPIRUN_ARGS:-} "$program" "$@" </dev/null
 status=$?
 echo "run_mpi_test: mpirun exit status $status"
 exit "$status"
