@@ -63,7 +63,6 @@ static __thread struct {
     unsigned work;              /* ringx_bell_work at the last idle round */
     int64_t contended_until;    /* ns, CLOCK_MONOTONIC */
     int timed_out;              /* the last sleep ended at the time limit */
-    unsigned work_at_timeout;   /* ringx_bell_work then */
 } waiter;
 
 void ringx_bell_open(ringx_bell_t *own)
@@ -129,7 +128,6 @@ static void sleep_on_bell(void)
     if (rc != 0 && errno == ETIMEDOUT) {
         ringx_count(&mca_coll_ringx_counters.sleeps_timed_out, 1);
         waiter.timed_out = 1;
-        waiter.work_at_timeout = ringx_bell_work;
     }
     withdraw();
 }
@@ -196,7 +194,7 @@ void ringx_bell_idle(void)
 {
     int worked = waiter.work != ringx_bell_work;
 
-    after_timeout(waiter.work_at_timeout != ringx_bell_work);
+    after_timeout(worked);      /* the sleep followed the last idle round */
     waiter.work = ringx_bell_work;
     if (!waiter.may_sleep || worked || !core_contended()) {
         withdraw();
@@ -250,7 +248,7 @@ static int sleep_unless_work(int (*round)(void))
     sleep_on_bell();
     ringx_count(&mca_coll_ringx_counters.progress_slept, 1);
     n = round();
-    after_timeout(n != 0 || waiter.work_at_timeout != ringx_bell_work);
+    after_timeout(n != 0 || work != ringx_bell_work);
     return n;
 }
 
