@@ -76,7 +76,9 @@ static void publish(ringx_direct_t *d, const void *buf, const void *buf2, int re
     own->single_copy = (uint64_t)d->own.single_copy;
     if (readable) {
         memcpy(own->rkey, d->own.packed_rkey, key);
-        memcpy(own->rkey + key, d->own2.packed_rkey, d->own2.packed_rkey_len);
+        if (d->own2.packed_rkey_len > 0) { /* memcpy from NULL is undefined, even of 0 bytes */
+            memcpy(own->rkey + key, d->own2.packed_rkey, d->own2.packed_rkey_len);
+        }
     }
     __atomic_store_n(&own->flag, (uint64_t)d->seq + 1, __ATOMIC_RELEASE);
     ringx_mailbox_ring(d->m);

@@ -3,7 +3,8 @@
 # ringx with warnings as errors and runs `make check` (unit tests, then the
 # MPI tests under mpirun at 1 to 8 ranks) against this machine's Open MPI,
 # with CUDA where the toolkit is installed; then builds it without CUDA too
-# and runs the unit tests of that build.  Then, on a Debian 12 machine as
+# and runs the unit tests of that build, and once more with the undefined
+# behaviour sanitizer for the unit tests and a set of MPI tests.  Then, on a Debian 12 machine as
 # root, the same again against Open MPI 5.0 in a Debian 13 chroot
 # (scripts/debian13.sh), else it says why not (SKIP).
 #
@@ -55,6 +56,7 @@ run_host() {
     fi
     echo "test.sh: all tests passed against Open MPI $(ompi_version)"
     build_without_cuda
+    run_sanitized
 }
 
 # The build without CUDA (the suite above ran with it where the toolkit is
@@ -80,6 +82,33 @@ build_without_cuda() {
         exit 1
     }
     echo "test.sh: the build without CUDA passed its unit tests against Open MPI $(ompi_version)"
+}
+
+# A build with the undefined behaviour sanitizer (every report ends the
+# process: the test fails), its unit tests and MPI tests that cover the
+# engines (blocking, nonblocking, persistent), direct reads, the outboxes,
+# every algorithm and packed allgathers.  It found a memcpy from NULL that
+# every other test passed.
+run_sanitized() {
+    local ubsan="-fsanitize=undefined -fno-sanitize-recover=undefined"
+    local tests=(tests/unit/check_schedule tests/unit/check_reduce tests/unit/check_memtype
+        tests/mpi/correctness-np3.mpi tests/mpi/nonblocking-np5.mpi
+        tests/mpi/persistent_matrix-np3.mpi tests/mpi/direct_read-np3.mpi tests/mpi/outbox-np5.mpi
+        tests/mpi/algorithms-np5.mpi tests/mpi/allgather_types-np3.mpi)
+    echo "test.sh: building with $ubsan (_build-ubsan) and running some of the tests"
+    mkdir -p "$top/_build-ubsan"
+    RINGX_BUILD_DIR=_build-ubsan "$top/scripts/build.sh" --enable-werror \
+        CFLAGS="-g -O1 $ubsan" LDFLAGS="$ubsan" > "$top/_build-ubsan/build.log" 2>&1 || {
+        tail -n 40 "$top/_build-ubsan/build.log" >&2
+        echo "test.sh: FAILED: the build with the sanitizer" >&2
+        exit 1
+    }
+    UBSAN_OPTIONS=print_stacktrace=1 make -C "$top/_build-ubsan" check TESTS="${tests[*]}" || {
+        grep -h -A 12 'runtime error' "$top"/_build-ubsan/tests/*/*.log >&2 || true
+        echo "test.sh: FAILED: tests with the undefined behaviour sanitizer" >&2
+        exit 1
+    }
+    echo "test.sh: the tests with the undefined behaviour sanitizer passed against Open MPI $(ompi_version)"
 }
 
 # Whether the chroot run makes sense here: it adds Open MPI 5.0 where the
