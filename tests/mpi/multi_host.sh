@@ -41,6 +41,8 @@
 #     that must end with every result right, hierarchical calls counted;
 #   * MPI_Finalize at 3 x 2 (private memory) after ringx connected and
 #     served no call, five times: no abort, no UCX error;
+#   * beside Open MPI's pml ucx on 2 private hosts x 2 ranks: blocking
+#     and nonblocking calls correct and served by ringx;
 #   * faults, on 2 hosts with private memory (every byte between them over
 #     the network): one host's link down for 4 s in the middle of a
 #     benchmark run, and a rank killed in the middle of one; each run must
@@ -346,6 +348,24 @@ if command -v valgrind >/dev/null 2>&1; then
     checked="$checked valgrind"
 fi
 
+# Beside Open MPI's pml ucx (as on clusters, see pml_ucx.sh) on the
+# private hosts: ringx's UCX worker and the pml's in every process, both
+# over TCP between the hosts; blocking and nonblocking calls.
+for program in ringx_correctness nonblocking; do
+    args=""
+    if [ "$program" = ringx_correctness ]; then
+        args="--quick --expect-multi-node"
+    fi
+    # shellcheck disable=SC2086
+    RINGX_MPIRUN_ARGS="$private" "$here/pml_ucx.sh" "$bindir/$program" $args \
+        >"$work/pml_ucx-$program.out" 2>&1
+    status=$?
+    [ "$status" -eq 77 ] && continue
+    [ "$status" -eq 0 ] || { echo "FAIL: pml_ucx-$program (mpirun)"; fail=1; }
+    expect "pml_ucx-$program" " 0 failures" "wrong results, or calls not served by ringx beside pml ucx"
+    checked="$checked pml_ucx-$program"
+done
+
 fault link 180 link_down
 expect link "^# all results validated" "a link down for 4 s: the run did not recover"
 fault kill 90 kill_rank
@@ -363,5 +383,5 @@ echo "PASS: across 2 and 3 test hosts (uneven too): node layout from Open MPI's 
     "no direct reads across hosts even when forced, mailboxes only inside a host," \
     "results correct and served by ringx;" \
     "every algorithm forced once, the hierarchical ones at 1-3 ranks per host;" \
-    "the benchmark's layout; valgrind clean across hosts;" \
+    "the benchmark's layout; valgrind clean across hosts; beside pml ucx;" \
     "a link down and a killed rank: no hang, no wrong result"
