@@ -4,9 +4,9 @@
 # MPI tests under mpirun at 1 to 8 ranks) against this machine's Open MPI,
 # with CUDA where the toolkit is installed; then builds it without CUDA too
 # and runs the unit tests of that build, and once more with the undefined
-# behaviour sanitizer for the unit tests and a set of MPI tests.  Then, on a Debian 12 machine as
-# root, the same again against Open MPI 5.0 in a Debian 13 chroot
-# (scripts/debian13.sh), else it says why not (SKIP).
+# behaviour sanitizer for the unit tests and a set of MPI tests.  Then, on
+# a Debian 12 machine as root, the same again against Open MPI 5.0 in a
+# Debian 13 chroot (scripts/debian13.sh), else it says why not (SKIP).
 #
 #   scripts/test.sh [--only host|debian13]
 #
