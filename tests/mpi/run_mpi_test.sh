@@ -4,9 +4,12 @@
 #   run_mpi_test.sh NP PROGRAM [ARGS...]
 #
 # Runs PROGRAM on NP processes of this machine (oversubscribed: the test
-# machines have fewer cores than the largest NP).  Open MPI finds the
-# component under test through RINGX_COMPONENT_DIR (the build's
-# components/ directory), searched before Open MPI's own component directory.
+# machines have fewer cores than the largest NP).  NP "singleton" runs it
+# without mpirun, as users often start a one-process program (`./a.out`:
+# MPI's singleton initialisation; RINGX_MPIRUN_ARGS does not apply).  Open
+# MPI finds the component under test through RINGX_COMPONENT_DIR (the
+# build's components/ directory), searched before Open MPI's own component
+# directory.
 # Extra mpirun options can be given in RINGX_MPIRUN_ARGS (split on blanks),
 # e.g. "--mca coll_ringx_allreduce_enable 0".
 #
@@ -14,7 +17,7 @@
 # never), so that a deadlock fails the test instead of stalling the suite;
 # mpirun then exits non-zero (124 where it had to be killed 60 s later).
 #
-# Exits with mpirun's status.
+# Exits with mpirun's status (a singleton's own).
 
 set -u
 
@@ -54,9 +57,14 @@ echo "run_mpi_test: np=$np component_path=$OMPI_MCA_mca_base_component_path"
 echo "run_mpi_test: $program $*"
 
 # outer, timeout_args and RINGX_MPIRUN_ARGS are split into words on purpose.
-# shellcheck disable=SC2086
-$outer mpirun --oversubscribe --allow-run-as-root -np "$np" $timeout_args \
-    ${RINGX_MPIRUN_ARGS:-} "$program" "$@" </dev/null
+if [ "$np" = singleton ]; then
+    # shellcheck disable=SC2086
+    $outer "$program" "$@" </dev/null
+else
+    # shellcheck disable=SC2086
+    $outer mpirun --oversubscribe --allow-run-as-root -np "$np" $timeout_args \
+        ${RINGX_MPIRUN_ARGS:-} "$program" "$@" </dev/null
+fi
 status=$?
-echo "run_mpi_test: mpirun exit status $status"
+echo "run_mpi_test: exit status $status"
 exit "$status"
