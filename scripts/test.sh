@@ -59,24 +59,33 @@ run_host() {
     run_sanitized
 }
 
+# The unit tests (no MPI), which every build runs.
+unit_tests=(tests/unit/check_schedule tests/unit/check_reduce tests/unit/check_memtype)
+
+# Another build of ringx in DIR (below the top of the tree), warnings as
+# errors, configure given ARGS; WHAT names it if it fails.
+build_variant() { # DIR WHAT ARGS...
+    local dir=$1 what=$2
+    shift 2
+    mkdir -p "$top/$dir"
+    RINGX_BUILD_DIR=$dir "$top/scripts/build.sh" --enable-werror "$@" > "$top/$dir/build.log" 2>&1 || {
+        tail -n 40 "$top/$dir/build.log" >&2
+        echo "test.sh: FAILED: the build $what" >&2
+        exit 1
+    }
+}
+
 # The build without CUDA (the suite above ran with it where the toolkit is
 # installed): warnings as errors, and its unit tests.
 build_without_cuda() {
-    local unit="tests/unit/check_schedule tests/unit/check_reduce tests/unit/check_memtype"
     if ! grep -q '^#define RINGX_HAVE_CUDA\|-DRINGX_HAVE_CUDA=1' "$top/_build/Makefile"; then
         echo "test.sh: the suite above ran on a build without CUDA (no CUDA toolkit here)"
         return
     fi
     echo "test.sh: building without CUDA (_build-nocuda) and running its unit tests"
-    mkdir -p "$top/_build-nocuda"
-    RINGX_BUILD_DIR=_build-nocuda "$top/scripts/build.sh" --enable-werror --without-cuda \
-        > "$top/_build-nocuda/build.log" 2>&1 || {
-        tail -n 40 "$top/_build-nocuda/build.log" >&2
-        echo "test.sh: FAILED: the build without CUDA" >&2
-        exit 1
-    }
+    build_variant _build-nocuda "without CUDA" --without-cuda
     grep 'GPU support' "$top/_build-nocuda/build.log" || true
-    make -C "$top/_build-nocuda" check TESTS="$unit" >/dev/null || {
+    make -C "$top/_build-nocuda" check TESTS="${unit_tests[*]}" >/dev/null || {
         tail -n 40 "$top"/_build-nocuda/tests/unit/*.log >&2
         echo "test.sh: FAILED: unit tests of the build without CUDA" >&2
         exit 1
@@ -91,18 +100,11 @@ build_without_cuda() {
 # every other test passed.
 run_sanitized() {
     local ubsan="-fsanitize=undefined -fno-sanitize-recover=undefined"
-    local tests=(tests/unit/check_schedule tests/unit/check_reduce tests/unit/check_memtype
-        tests/mpi/correctness-np3.mpi tests/mpi/nonblocking-np5.mpi
+    local tests=("${unit_tests[@]}" tests/mpi/correctness-np3.mpi tests/mpi/nonblocking-np5.mpi
         tests/mpi/persistent_matrix-np3.mpi tests/mpi/direct_read-np3.mpi tests/mpi/outbox-np5.mpi
         tests/mpi/algorithms-np5.mpi tests/mpi/allgather_types-np3.mpi)
     echo "test.sh: building with $ubsan (_build-ubsan) and running some of the tests"
-    mkdir -p "$top/_build-ubsan"
-    RINGX_BUILD_DIR=_build-ubsan "$top/scripts/build.sh" --enable-werror \
-        CFLAGS="-g -O1 $ubsan" LDFLAGS="$ubsan" > "$top/_build-ubsan/build.log" 2>&1 || {
-        tail -n 40 "$top/_build-ubsan/build.log" >&2
-        echo "test.sh: FAILED: the build with the sanitizer" >&2
-        exit 1
-    }
+    build_variant _build-ubsan "with the sanitizer" CFLAGS="-g -O1 $ubsan" LDFLAGS="$ubsan"
     UBSAN_OPTIONS=print_stacktrace=1 make -C "$top/_build-ubsan" check TESTS="${tests[*]}" || {
         grep -h -A 12 'runtime error' "$top"/_build-ubsan/tests/*/*.log >&2 || true
         echo "test.sh: FAILED: tests with the undefined behaviour sanitizer" >&2
