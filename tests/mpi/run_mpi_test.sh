@@ -56,15 +56,13 @@ fi
 echo "run_mpi_test: np=$np component_path=$OMPI_MCA_mca_base_component_path"
 echo "run_mpi_test: $program $*"
 
-# outer, timeout_args and RINGX_MPIRUN_ARGS are split into words on purpose.
-if [ "$np" = singleton ]; then
-    # shellcheck disable=SC2086
-    $outer "$program" "$@" </dev/null
-else
-    # shellcheck disable=SC2086
-    $outer mpirun --oversubscribe --allow-run-as-root -np "$np" $timeout_args \
-        ${RINGX_MPIRUN_ARGS:-} "$program" "$@" </dev/null
+launcher=
+if [ "$np" != singleton ]; then
+    launcher="mpirun --oversubscribe --allow-run-as-root -np $np $timeout_args ${RINGX_MPIRUN_ARGS:-}"
 fi
+# outer and launcher are split into words on purpose.
+# shellcheck disable=SC2086
+$outer $launcher "$program" "$@" </dev/null
 status=$?
 echo "run_mpi_test: exit status $status"
 exit "$status"
