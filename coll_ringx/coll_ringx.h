@@ -89,8 +89,9 @@ int mca_coll_ringx_should_yield(void);
 
 /* The rendezvous threshold ringx's UCX context takes (0: UCX's own):
  * coll_ringx_ucx_rndv_thresh where the job spans nodes and the machine has
- * no RDMA devices, so that UCX goes between nodes over TCP. */
-size_t mca_coll_ringx_ucx_rndv_thresh(void);
+ * no RDMA devices, so that UCX goes between nodes over TCP; comm is the
+ * communicator being served, where MPI_COMM_WORLD does not exist. */
+size_t mca_coll_ringx_ucx_rndv_thresh(struct ompi_communicator_t *comm);
 
 /* Whether coll_ringx_direct_buffer_bytes was set (not its default). */
 int ringx_direct_buffer_bytes_set(void);

@@ -471,10 +471,14 @@ static int has_rdma_devices(void)
     return found;
 }
 
-size_t mca_coll_ringx_ucx_rndv_thresh(void)
+size_t mca_coll_ringx_ucx_rndv_thresh(struct ompi_communicator_t *comm)
 {
-    int world = ompi_comm_size(&ompi_mpi_comm_world.comm);
-    int spans_nodes = (int)opal_process_info.num_local_peers + 1 < world;
+    /* A program of MPI Sessions alone (no MPI_Init) has no MPI_COMM_WORLD:
+     * the first communicator ringx serves tells whether the job spans nodes. */
+    struct ompi_communicator_t *job = ompi_mpi_comm_world.comm.c_local_group != NULL
+                                          ? &ompi_mpi_comm_world.comm
+                                          : comm;
+    int spans_nodes = (int)opal_process_info.num_local_peers + 1 < ompi_comm_size(job);
 
     if (mca_coll_ringx_component.ucx_rndv_thresh == 0 || !spans_nodes || has_rdma_devices()) {
         return 0;

@@ -241,7 +241,7 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
      * and ranks that chose differently would run different collectives.
      * The first served call agrees on the transport collectively. */
     if (!ringx_ucx_ready()) {     /* once: it reads a directory */
-        ringx_ucx_set_rndv_thresh(mca_coll_ringx_ucx_rndv_thresh());
+        ringx_ucx_set_rndv_thresh(mca_coll_ringx_ucx_rndv_thresh(comm));
     }
     (void)ringx_ucx_start(ompi_mpi_thread_multiple, mca_coll_ringx_component.output,
                          ringx_mailbox_window_bytes(), mca_coll_ringx_component.single_copy);

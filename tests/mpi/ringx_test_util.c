@@ -165,10 +165,16 @@ uint64_t rx_case_seed(uint64_t case_key, int rank)
 static long long rx_checks;
 static long long rx_failures;
 
+/* -1 in a program of MPI Sessions alone, which has no MPI_COMM_WORLD. */
 static int world_rank(void)
 {
-    int rank = -1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int rank = -1, initialized = 0, finalized = 0;
+
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (initialized && !finalized) {
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    }
     return rank;
 }
 
