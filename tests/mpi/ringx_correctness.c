@@ -69,7 +69,8 @@
  *                                  and no ring was lost
  *                                  (coll_ringx_waits_slept grew,
  *                                  coll_ringx_rings_missed stayed
- *                                  within 1% of it, plus 2; with
+ *                                  within a quarter of the sleeps that
+ *                                  timed out, plus 2; with
  *                                  --nonblocking or --persistent, waits
  *                                  in Open MPI's progress too:
  *                                  coll_ringx_progress_waits_slept; run
@@ -2088,9 +2089,11 @@ static void check_multi_node(void)
  * rang (every result was checked as always).  A peer rings after every
  * flag it stores, so a sleep that ends at the time limit with what it
  * waited for already there (coll_ringx_rings_missed) takes a peer
- * descheduled between its store and its ring: rare however busy the
- * machine, where the time limit itself ends most sleeps when other
- * processes hold the cores for long (so that count is only reported). */
+ * descheduled between its store and its ring.  Only a sleep that timed
+ * out can miss a ring: with no ring at all 75-97% of them did, correct
+ * rings up to 8% (docs/internals.md), more the busier the machine, where
+ * the time limit itself ends most sleeps when other processes hold the
+ * cores for long (so that count is only reported). */
 static void check_slept(void)
 {
     unsigned long long slept = 0, timed_out = 0, missed = 0;
@@ -2111,7 +2114,7 @@ static void check_slept(void)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     printf("rank %d: %llu waits slept, %llu timed out, %llu of those with a ring missed\n",
            rank, slept, timed_out, missed);
-    rx_check(NULL, ok && missed <= 2 + slept / 100,
+    rx_check(NULL, ok && missed <= 2 + timed_out / 4,
              "%llu of %llu sleeps ended at the time limit with what they waited for there "
              "(coll_ringx_rings_missed): the peers' rings did not wake them", missed, slept);
 }
