@@ -49,6 +49,7 @@ typedef struct mca_coll_ringx_component_t {
     int gpu_bounce_buffers;               /* send bounce buffers per staged call */
     bool stage_host_buffers;              /* testing: stage host buffers too */
     int test_outbox_delay_us;             /* testing: sleep before reading outboxes */
+    int test_own_ids;                     /* testing: ids of ringx's own to choose from; 0 all */
     size_t mailbox_bytes;                 /* largest message through a mailbox; 0: none */
     int leaders_flat_ranks;               /* node leaders: flat fan-in up to this many ranks */
     size_t leaders_bytes[RINGX_COLL_COUNT];   /* through the leaders up to so much per node rank */
@@ -115,6 +116,7 @@ typedef struct ringx_counters {
     unsigned long long comms_multi_node;  /* communicators connected across nodes */
     unsigned long long comms_exchanged;   /* connections that gathered worker addresses */
     unsigned long long comms_from_world;  /* connections without a message (coll_ringx_job.c) */
+    unsigned long long comms_own_id;      /* served with an id of ringx's own (no common context id) */
     unsigned long long comms_hierarchical; /* across nodes, laid out for the hierarchical algorithms */
     unsigned long long comms_uneven;      /* across nodes with different rank counts per node */
     unsigned long long waits_slept;       /* waits that slept on the bell (coll_ringx_bell.c) */
@@ -128,6 +130,16 @@ extern ringx_counters_t mca_coll_ringx_counters;
 static inline void ringx_count(unsigned long long *counter, unsigned long long n)
 {
     __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
+}
+
+/* FNV-1a: h (RINGX_HASH_START at first) with the 8 bytes of v hashed in */
+#define RINGX_HASH_START UINT64_C(14695981039346656037)
+static inline uint64_t ringx_hash_in(uint64_t h, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) {
+        h = (h ^ ((v >> (8 * i)) & 0xff)) * UINT64_C(1099511628211);
+    }
+    return h;
 }
 
 /* A size carried in an int of an agreement (MPI_MIN over ints): clamped,
@@ -288,8 +300,9 @@ typedef struct mca_coll_ringx_module_t {
     ringx_comm_state_t state;
     int rank;
     int size;
-    uint32_t comm_id;                     /* Open MPI's context id: same on all members */
-    bool comm_id_common;                  /* ... unless false (coll_ringx_compat.h) */
+    uint32_t comm_id;                     /* tags the messages: same on all members */
+    bool comm_id_common;                  /* Open MPI's context id (coll_ringx_comm_id.c) */
+    bool comm_id_claimed;                 /* else one of ringx's own, claimed here */
     uint32_t seq;                         /* ringx calls served so far (message tags) */
     uint32_t mailbox_seq;                 /* of them, calls numbered for the mailboxes */
     uint64_t posted_next;                 /* number of the next call through the posted outboxes */
@@ -328,6 +341,15 @@ typedef struct ringx_connect ringx_connect_t;
 int ringx_module_connect(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
 int ringx_connect_start(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
 int ringx_connect_progress(mca_coll_ringx_module_t *m);
+
+/* The id of m's messages (coll_ringx_comm_id.c): ringx_comm_id_take when
+ * the module is enabled takes Open MPI's context id where it serves;
+ * otherwise ringx_comm_id_claim, when the connection starts, derives one
+ * of ringx's own and claims it on this process (0: another live
+ * communicator holds it here), ringx_comm_id_release lets it go. */
+void ringx_comm_id_take(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
+int ringx_comm_id_claim(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm);
+void ringx_comm_id_release(mca_coll_ringx_module_t *m);
 
 void *ringx_scratch_get(ringx_scratch_t *s, size_t size);
 

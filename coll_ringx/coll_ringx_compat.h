@@ -35,6 +35,8 @@
 #define RINGX_VERSION_SLOTS(SLOT)
 #define ringx_comm_local_id(comm) ompi_comm_get_cid(comm)
 #define ringx_comm_id_is_common(comm) 1
+/* the same on every member, unique among the job's live communicators */
+#define ringx_comm_key(comm, base, sub) (*(base) = 0, *(sub) = ompi_comm_get_cid(comm))
 /* ompi_coll_base_nbc_request_t's data: two objects (4.1) */
 #define RINGX_NBC_REQUEST_DATA \
     union {                    \
@@ -54,6 +56,12 @@
 #endif
 #define ringx_comm_local_id(comm) ompi_comm_get_local_cid(comm)
 #define ringx_comm_id_is_common(comm) OMPI_COMM_IS_GLOBAL_INDEX(comm)
+/* the same on every member, unique among the job's live communicators:
+ * the extended context id (a PMIx group's context id for communicators
+ * made from groups) */
+#define ringx_comm_key(comm, base, sub)                             \
+    (*(base) = ompi_comm_get_extended_cid(comm).cid_base,           \
+     *(sub) = ompi_comm_get_extended_cid(comm).cid_sub.u64)
 /* ompi_coll_base_nbc_request_t's data: two objects, or two arrays and
  * their counts, then OMPI_REQ_NB_RELEASE_ARRAYS (7) arrays (5.0) */
 #define RINGX_NBC_REQUEST_DATA   \
@@ -99,7 +107,8 @@ OMPI_DECLSPEC extern opal_class_t ompi_coll_base_nbc_request_t_class;
 #define ringx_nbc_request_head_t_class ompi_coll_base_nbc_request_t_class
 
 /* A communicator id that is the same on every member and on no other live
- * communicator of this process; 0 where the members have none. */
+ * communicator of this process; 0 where the members have none (then
+ * coll_ringx_comm_id.c derives one from ringx_comm_key). */
 static inline int ringx_comm_common_id(struct ompi_communicator_t *comm, uint32_t *id)
 {
     *id = ringx_comm_local_id(comm);

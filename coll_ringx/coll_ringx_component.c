@@ -1,9 +1,10 @@
 /*
  * coll_ringx_component.c - the component: MCA variables, open and close.
  *
- * UCX is not touched here: it starts when the first communicator is
- * queried, so ompi_info and processes that never create a communicator
- * with two ranks pay nothing.
+ * UCX is not touched here: it starts when ringx first connects a
+ * communicator (MPI_COMM_WORLD in MPI_Init; in a program of MPI Sessions,
+ * the first communicator whose collective ringx serves), so ompi_info and
+ * processes that never need it pay nothing.
  */
 #include "coll_ringx.h"
 
@@ -299,6 +300,13 @@ static int ringx_register(void)
                  "the peers leave the call first",
                  MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
                  &c->test_outbox_delay_us);
+    register_var("test_own_ids",
+                 "Testing: how many ids of its own ringx chooses from for communicators whose "
+                 "members share no context id (Open MPI 5: MPI_Comm_create_from_group, "
+                 "sessions); 0: all 8388608. With 1, a second such communicator alive at once "
+                 "finds the id taken and falls back",
+                 MCA_BASE_VAR_TYPE_INT, NULL, OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_LOCAL,
+                 &c->test_own_ids);
     register_var("mailbox_bytes",
                  "Largest message (bytes, at most 65536) that a rank writes straight into the "
                  "memory of a peer on its node instead of sending it through UCX's message "
@@ -474,7 +482,7 @@ static int has_rdma_devices(void)
 size_t mca_coll_ringx_ucx_rndv_thresh(struct ompi_communicator_t *comm)
 {
     /* A program of MPI Sessions alone (no MPI_Init) has no MPI_COMM_WORLD:
-     * the first communicator ringx serves tells whether the job spans nodes. */
+     * the first communicator offered to ringx tells whether the job spans nodes. */
     struct ompi_communicator_t *job = ompi_mpi_comm_world.comm.c_local_group != NULL
                                           ? &ompi_mpi_comm_world.comm
                                           : comm;

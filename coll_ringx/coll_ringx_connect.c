@@ -10,8 +10,9 @@
  *
  *   agree     MAX over (no UCX here, address length, window description
  *             length, some member not yet known here, the node layout's
- *             hash and its negation: all the same?, the mailbox settings
- *             negated: their MIN)
+ *             hash and its negation: all the same?, the messages' id and
+ *             its negation, its claim refused here (coll_ringx_comm_id.c),
+ *             the mailbox settings negated: their MIN)
  *   gather    only when some member met a process it did not know: every
  *             member's record (its key, worker address and window
  *             description)
@@ -56,6 +57,9 @@ enum {
     A_UNKNOWN_PEER,
     A_LAYOUT,                   /* the node layout's hash, and negated: their MIN */
     A_LAYOUT_NEG,
+    A_ID,                       /* the messages' id, and negated: all the same? */
+    A_ID_NEG,
+    A_ID_REFUSED,               /* an id of ringx's own that another communicator holds here */
     A_MAILBOX,                  /* RINGX_MAILBOX_AGREE_INTS settings, negated */
     A_INTS = A_MAILBOX + RINGX_MAILBOX_AGREE_INTS
 };
@@ -122,6 +126,10 @@ static int post_agree(mca_coll_ringx_module_t *m, ringx_connect_t *c)
     int *local = c->agree_local;
 
     c->agreed = 1;
+    /* before the mailboxes' settings: an own id has no region */
+    local[A_ID_REFUSED] = !m->comm_id_common && !ringx_comm_id_claim(m, c->comm);
+    local[A_ID] = (int)m->comm_id;
+    local[A_ID_NEG] = -local[A_ID];
     (void)ringx_ucx_local_address(&address_len);
     (void)ringx_ucx_window_desc(&desc_len);
     local[A_NO_UCX] = !ringx_ucx_ready();
@@ -143,19 +151,28 @@ static int post_agree(mca_coll_ringx_module_t *m, ringx_connect_t *c)
                               &c->req, m->prev_iallreduce_module);
 }
 
+/* Whether every member tags the messages with the same id, which no
+ * other live communicator of theirs uses. */
+static int id_agreed(const mca_coll_ringx_module_t *m, const ringx_connect_t *c)
+{
+    const int *g = c->agree_global;
+
+    return c->agreed ? !g[A_ID_REFUSED] && g[A_ID] == -g[A_ID_NEG] : m->comm_id_common;
+}
+
 /* Whether ringx can serve here at all, once it is known whether some rank
  * is without UCX. */
 static int usable(mca_coll_ringx_module_t *m, const ringx_connect_t *c, int without_ucx)
 {
-    if (!without_ucx && m->comm_id_common && m->comm_id <= RINGX_TAG_ID_MAX) {
+    if (!without_ucx && id_agreed(m, c)) {
         return 1;
     }
     m->state = without_ucx ? RINGX_COMM_NO_TRANSPORT : RINGX_COMM_NO_COMMON_ID;
     RINGX_LOG(1, "%s: %s; the previous component serves this communicator", ringx_comm_label(c->comm),
-              without_ucx          ? "UCX is unavailable on some rank"
-              : !m->comm_id_common ? "its members share no context id (a communicator "
-                                     "made from a group or a session)"
-                                   : "its context id does not fit ringx's message tags");
+              without_ucx ? "UCX is unavailable on some rank"
+                          : "its members share no context id, and the id ringx derived for its "
+                            "messages (from Open MPI's extended context id) is held by another "
+                            "communicator on some member");
     return 0;
 }
 
@@ -279,8 +296,12 @@ static void finish(mca_coll_ringx_module_t *m, ringx_connect_t *c, int layout_ag
         return;
     }
     ringx_nodes_agreed(m, c->comm, layout_agreed);
+    if (!m->comm_id_common) {
+        ringx_count(&mca_coll_ringx_counters.comms_own_id, 1);
+    }
     m->state = RINGX_COMM_READY;
-    RINGX_LOG(2, "%s connected: id %u, %d ranks (%s)", ringx_comm_label(c->comm), (unsigned)m->comm_id,
+    RINGX_LOG(2, "%s connected: id %u%s, %d ranks (%s)", ringx_comm_label(c->comm),
+              (unsigned)m->comm_id, m->comm_id_common ? "" : " (ringx's own)",
               m->size, c->all != NULL   ? "worker addresses exchanged"
                        : c->agreed     ? "every peer met before"
                                        : "from MPI_COMM_WORLD's connection, no message");
@@ -302,6 +323,7 @@ static void release(mca_coll_ringx_module_t *m)
         m->peers = NULL;
         ringx_links_release(m);
         ringx_nodes_release(m);
+        ringx_comm_id_release(m);
     }
     free(c->mine);
     free(c->all);
@@ -333,8 +355,8 @@ static int connect_alone(mca_coll_ringx_module_t *m, ringx_connect_t *c)
     int *g = c->mailbox_global, *node_key;
     ringx_job_view_t v;
 
-    if (!ringx_job_covers(c->comm)) {
-        return 0;
+    if (!m->comm_id_common || !ringx_job_covers(c->comm)) {
+        return 0;           /* an id of ringx's own needs the agreement */
     }
     node_key = malloc(sizeof(*node_key) * (size_t)m->size);
     c->rc = node_key == NULL ? OMPI_ERR_OUT_OF_RESOURCE
@@ -354,6 +376,17 @@ static int connect_alone(mca_coll_ringx_module_t *m, ringx_connect_t *c)
     return 1;
 }
 
+/* Once per process: a failure leaves UCX unavailable here, which the
+ * agreement tells every member. */
+static void start_ucx(struct ompi_communicator_t *comm)
+{
+    if (!ringx_ucx_ready()) {     /* once: it reads a directory */
+        ringx_ucx_set_rndv_thresh(mca_coll_ringx_ucx_rndv_thresh(comm));
+    }
+    (void)ringx_ucx_start(ompi_mpi_thread_multiple, mca_coll_ringx_component.output,
+                         ringx_mailbox_window_bytes(), mca_coll_ringx_component.single_copy);
+}
+
 int ringx_connect_start(mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
 {
     ringx_connect_t *c = calloc(1, sizeof(*c));
@@ -362,6 +395,7 @@ int ringx_connect_start(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
     if (c == NULL) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    start_ucx(comm);
     c->comm = comm;
     OBJ_RETAIN(comm);           /* the collectives below must not outlive it */
     m->connect = c;

@@ -369,14 +369,6 @@ static struct {
     opal_hash_table_t connected;    /* by hash of (context id, members): connections */
 } stamps = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static uint64_t hash_in(uint64_t h, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        h = (h ^ ((v >> (8 * i)) & 0xff)) * UINT64_C(1099511628211);
-    }
-    return h;
-}
-
 /* How many communicators of this hash connected here before (counted). */
 static uint64_t connections_before(uint64_t hash)
 {
@@ -403,11 +395,11 @@ static uint64_t connections_before(uint64_t hash)
  * count is the same on every member. */
 static uint64_t stamp_for(const mca_coll_ringx_module_t *m, struct ompi_communicator_t *comm)
 {
-    uint64_t h = hash_in(UINT64_C(14695981039346656037), m->comm_id), stamp;
+    uint64_t h = ringx_hash_in(RINGX_HASH_START, m->comm_id), stamp;
 
     for (int r = 0; r < m->size; r++) {
         const opal_process_name_t *name = &ompi_comm_peer_lookup(comm, r)->super.proc_name;
-        h = hash_in(h, ringx_ucx_key(name->jobid, name->vpid));
+        h = ringx_hash_in(h, ringx_ucx_key(name->jobid, name->vpid));
     }
     stamp = h ^ (connections_before(h) + 1) * UINT64_C(0x9e3779b97f4a7c15);
     return stamp != 0 ? stamp : 1;      /* 0: a cleared region */

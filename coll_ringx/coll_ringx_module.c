@@ -59,7 +59,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->rank = m->size = 0;
     m->comm_id = m->seq = m->mailbox_seq = 0;
     m->posted_next = 0;
-    m->comm_id_common = false;
+    m->comm_id_common = m->comm_id_claimed = false;
     m->peers = NULL;
     m->via = NULL;
     memset(&m->mailbox, 0, sizeof(m->mailbox));
@@ -105,6 +105,7 @@ static void release_state(mca_coll_ringx_module_t *m)
     ringx_mailbox_disconnect(m);
     ringx_nodes_release(m);
     ringx_scratch_set_free(&m->scratch);
+    ringx_comm_id_release(m);
     m->state = RINGX_COMM_UNCONNECTED;
 }
 
@@ -163,7 +164,7 @@ static int module_enable(mca_coll_base_module_t *module, struct ompi_communicato
     m->comm = comm;
     m->rank = ompi_comm_rank(comm);
     m->size = ompi_comm_size(comm);
-    m->comm_id_common = ringx_comm_common_id(comm, &m->comm_id);
+    ringx_comm_id_take(m, comm);
     RINGX_LOG(2, "enabled on %s (%d ranks)", ringx_comm_label(comm), m->size);
     if (ringx_job_is_world(comm)) {
         /* now, in MPI_Init, so that every process knows every other before
@@ -237,15 +238,11 @@ mca_coll_base_module_t *mca_coll_ringx_comm_query(struct ompi_communicator_t *co
         *priority = RINGX_FILL_ONLY_PRIORITY;
         return &m->super;
     }
-    /* A local UCX failure does not decline: declining is a local choice,
-     * and ranks that chose differently would run different collectives.
-     * The first served call agrees on the transport collectively. */
-    if (!ringx_ucx_ready()) {     /* once: it reads a directory */
-        ringx_ucx_set_rndv_thresh(mca_coll_ringx_ucx_rndv_thresh(comm));
-    }
-    (void)ringx_ucx_start(ompi_mpi_thread_multiple, mca_coll_ringx_component.output,
-                         ringx_mailbox_window_bytes(), mca_coll_ringx_component.single_copy);
-
+    /* UCX starts with the first connection (ringx_connect_start), so that
+     * communicators ringx never serves a call on cost it nothing; a local
+     * UCX failure does not decline either: declining is a local choice, and
+     * ranks that chose differently would run different collectives.  The
+     * connection agrees on the transport collectively. */
     m->serves = true;
     *priority = mca_coll_ringx_component.priority;
     m->super.coll_allreduce = mca_coll_ringx_allreduce;

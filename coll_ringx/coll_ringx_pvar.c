@@ -111,6 +111,10 @@ static const struct {
     { "comms_from_world", "communicators connected without any message: every member is a "
       "process of MPI_COMM_WORLD, whose connection in MPI_Init told every process what it needs "
       "of every other", &mca_coll_ringx_counters.comms_from_world },
+    { "comms_own_id", "communicators ringx connected whose members share no context id it can "
+      "use (Open MPI 5: made with MPI_Comm_create_from_group or from a session): their messages "
+      "carry an id ringx derived from Open MPI's extended context id",
+      &mca_coll_ringx_counters.comms_own_id },
     { "comms_hierarchical", "communicators ringx connected across nodes with the same number of "
       "ranks (2 or more) on every node: the hierarchical algorithms may serve them",
       &mca_coll_ringx_counters.comms_hierarchical },

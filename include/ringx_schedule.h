@@ -302,6 +302,9 @@ static inline int ringx_tree_span(int i, int n, int k, int s)
 #define RINGX_TAG_STEP_BITS 12
 #define RINGX_TAG_SEG_BITS  12
 #define RINGX_TAG_ID_MAX    ((1u << RINGX_TAG_ID_BITS) - 1)
+/* Ids from here up are ringx's own, for communicators whose members share
+ * no context id it can use; Open MPI's ids serve below. */
+#define RINGX_TAG_OWN_ID_BASE (1u << (RINGX_TAG_ID_BITS - 1))
 #define RINGX_TAG_MASK_ALL  UINT64_MAX
 
 static inline uint64_t ringx_tag_make(uint32_t comm_id, uint32_t seq, uint32_t step,
