@@ -482,7 +482,7 @@ static int has_rdma_devices(void)
 size_t mca_coll_ringx_ucx_rndv_thresh(struct ompi_communicator_t *comm)
 {
     /* A program of MPI Sessions alone (no MPI_Init) has no MPI_COMM_WORLD:
-     * the first communicator offered to ringx tells whether the job spans nodes. */
+     * the first communicator ringx connects tells whether the job spans nodes. */
     struct ompi_communicator_t *job = ompi_mpi_comm_world.comm.c_local_group != NULL
                                           ? &ompi_mpi_comm_world.comm
                                           : comm;
