@@ -51,14 +51,15 @@ static uint32_t own_id(struct ompi_communicator_t *comm)
            (uint32_t)(ringx_hash_in(ringx_hash_in(RINGX_HASH_START, base), sub) % span);
 }
 
-static int held(uint32_t id)
+/* Where id is among the claimed ones; claimed.count where it is not. */
+static size_t held_at(uint32_t id)
 {
-    for (size_t i = 0; i < claimed.count; i++) {
-        if (claimed.ids[i] == id) {
-            return 1;
-        }
+    size_t i = 0;
+
+    while (i < claimed.count && claimed.ids[i] != id) {
+        i++;
     }
-    return 0;
+    return i;
 }
 
 static int hold(uint32_t id)
@@ -82,7 +83,7 @@ int ringx_comm_id_claim(mca_coll_ringx_module_t *m, struct ompi_communicator_t *
 
     pthread_mutex_lock(&claimed.lock);
     m->comm_id = id;
-    m->comm_id_claimed = !held(id) && hold(id);
+    m->comm_id_claimed = held_at(id) == claimed.count && hold(id);
     pthread_mutex_unlock(&claimed.lock);
     return m->comm_id_claimed;
 }
@@ -93,11 +94,9 @@ void ringx_comm_id_release(mca_coll_ringx_module_t *m)
         return;
     }
     pthread_mutex_lock(&claimed.lock);
-    for (size_t i = 0; i < claimed.count; i++) {
-        if (claimed.ids[i] == m->comm_id) {
-            claimed.ids[i] = claimed.ids[--claimed.count];
-            break;
-        }
+    size_t i = held_at(m->comm_id);
+    if (i < claimed.count) {
+        claimed.ids[i] = claimed.ids[--claimed.count];
     }
     if (claimed.count == 0) {
         free(claimed.ids);      /* nothing left behind after the last one */
