@@ -128,6 +128,13 @@ void ringx_allreduce_doubling(ringx_xsched_t *s, const ringx_group_t *g, const c
         int partner = member(g, ringx_fold_rank(newrank ^ mask, p));
         ringx_xsched_reduce(s, partner, result, cur, bytes);
         ringx_xsched_also_send(s, partner, cur, bytes);
+        /* Both partners reduce the same two operands, the lower newrank's
+         * first, so that every rank ends with the same bits where the
+         * operand order shows: MAX and MIN of +0 and -0 or with a NaN,
+         * MINLOC and MAXLOC with a NaN, NaN payloads of SUM. */
+        if (newrank & mask) {
+            ringx_xsched_received_first(s);
+        }
         cur = result;
     }
     fold_out(s, g, result, bytes);

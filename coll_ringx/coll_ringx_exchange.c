@@ -34,7 +34,8 @@ static int recv_step(ringx_xsched_t *s, int step, const ringx_xstep_t *st)
 {
     int reduces = st->recv_buf == NULL;
     return ringx_msgs_recv(&s->msgs, step, st->recv_from, reduces ? st->reduce_dst : st->recv_buf,
-                           reduces ? st->reduce_local : NULL, st->recv_bytes);
+                           reduces ? st->reduce_local : NULL, st->recv_bytes,
+                           st->received_first);
 }
 
 /* Whether step st's receive writes any of [buf, buf + bytes). */
@@ -264,6 +265,11 @@ void ringx_xsched_also_send(ringx_xsched_t *s, int to, const char *buf, size_t b
     st->send_to = to;
     st->send_buf = buf;
     st->send_bytes = bytes;
+}
+
+void ringx_xsched_received_first(ringx_xsched_t *s)
+{
+    s->steps[s->nsteps - 1].received_first = 1;
 }
 
 void ringx_xsched_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes)

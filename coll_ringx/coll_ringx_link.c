@@ -165,11 +165,20 @@ int ringx_msgs_send(ringx_msgs_t *x, int step, int to, const char *buf, size_t b
 
 /* ------------------------------------------------------------- receives */
 
+/* dst = local op received, or received op local. */
+static int reduce_received(ringx_msgs_t *x, char *dst, const char *local, const char *received,
+                           size_t bytes, int received_first)
+{
+    return ringx_mem_reduce(x->mem, dst, received_first ? received : local,
+                            received_first ? local : received, bytes / x->elem_size,
+                            x->red.type, x->red.op);
+}
+
 /* The data stays in the mailbox until the call returns: a host reduction
  * reads it there; device memory gets a copy first.  RINGX_PENDING until
  * the message is there and no send reads where it goes. */
 static int recv_from_mailbox(ringx_msgs_t *x, int step, char *dst, const char *local,
-                             size_t bytes)
+                             size_t bytes, int received_first)
 {
     const char *data = ringx_mailbox_arrived(x->module, x->mailbox_seq, step);
     int rc = data != NULL ? ringx_msgs_writable(x, dst, bytes) : RINGX_PENDING;
@@ -187,8 +196,7 @@ static int recv_from_mailbox(ringx_msgs_t *x, int step, char *dst, const char *l
         } else {
             rc = OMPI_SUCCESS;
         }
-        rc = rc == OMPI_SUCCESS ? ringx_mem_reduce(x->mem, dst, local, data, bytes / x->elem_size,
-                                                   x->red.type, x->red.op)
+        rc = rc == OMPI_SUCCESS ? reduce_received(x, dst, local, data, bytes, received_first)
                                 : rc;
     }
     return rc == OMPI_SUCCESS ? RINGX_DONE : rc;
@@ -224,7 +232,8 @@ static int post_recv(ringx_msgs_t *x, int step, char *dst, const char *local, si
 
 /* Finishes segment `done` once it has arrived (and, to reduce, once no
  * send reads its destination); 1 finished, 0 not yet, or an error. */
-static int finish_recv(ringx_msgs_t *x, char *dst, const char *local, size_t bytes)
+static int finish_recv(ringx_msgs_t *x, char *dst, const char *local, size_t bytes,
+                       int received_first)
 {
     size_t seg = x->done, off = seg * x->seg_bytes, len = seg_len(x, bytes, seg);
     int rc = ringx_msgs_test_recv(x, seg);
@@ -232,8 +241,8 @@ static int finish_recv(ringx_msgs_t *x, char *dst, const char *local, size_t byt
     if (rc == 1 && local != NULL) {
         rc = ringx_msgs_writable(x, dst + off, len);
         if (rc == 1) {
-            rc = ringx_mem_reduce(x->mem, dst + off, local + off, ringx_msgs_scratch(x, seg),
-                                  len / x->elem_size, x->red.type, x->red.op);
+            rc = reduce_received(x, dst + off, local + off, ringx_msgs_scratch(x, seg), len,
+                                 received_first);
             rc = rc == OMPI_SUCCESS ? 1 : rc;
         }
     }
@@ -242,7 +251,8 @@ static int finish_recv(ringx_msgs_t *x, char *dst, const char *local, size_t byt
 }
 
 /* A receive over UCX, segment by segment with `depth` in flight. */
-static int recv_segments(ringx_msgs_t *x, int step, char *dst, const char *local, size_t bytes)
+static int recv_segments(ringx_msgs_t *x, int step, char *dst, const char *local, size_t bytes,
+                         int received_first)
 {
     size_t nrecv = ringx_msgs_segments(x, bytes);
     int rc = 1;
@@ -257,7 +267,7 @@ static int recv_segments(ringx_msgs_t *x, int step, char *dst, const char *local
         if (x->done == x->posted) {
             return RINGX_PENDING;       /* the next receive waits for a send to finish */
         }
-        if ((rc = finish_recv(x, dst, local, bytes)) != 1) {
+        if ((rc = finish_recv(x, dst, local, bytes, received_first)) != 1) {
             return rc;
         }
     }
@@ -265,13 +275,14 @@ static int recv_segments(ringx_msgs_t *x, int step, char *dst, const char *local
 }
 
 int ringx_msgs_recv(ringx_msgs_t *x, int step, int from, char *dst, const char *local,
-                    size_t bytes)
+                    size_t bytes, int received_first)
 {
     if (from < 0 || bytes == 0) {
         return RINGX_DONE;
     }
-    return via_mailbox(x, from, step, bytes) ? recv_from_mailbox(x, step, dst, local, bytes)
-                                             : recv_segments(x, step, dst, local, bytes);
+    return via_mailbox(x, from, step, bytes)
+               ? recv_from_mailbox(x, step, dst, local, bytes, received_first)
+               : recv_segments(x, step, dst, local, bytes, received_first);
 }
 
 void ringx_msgs_next_recv(ringx_msgs_t *x)

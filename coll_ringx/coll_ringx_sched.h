@@ -90,7 +90,8 @@ void ringx_handshake_abandon(ringx_handshake_t *h);
  * each step sends send_bytes from send_buf to send_to and receives
  * recv_bytes from recv_from, either straight into recv_buf or, when
  * recv_buf is NULL, into scratch reduced as reduce_dst = reduce_local op
- * received.  A peer of -1 (or 0 bytes) means no send or no receive.
+ * received (received op reduce_local where received_first is set).  A
+ * peer of -1 (or 0 bytes) means no send or no receive.
  */
 /* Steps a schedule holds itself: the log(p) algorithms' (twice log2 of
  * any int rank count, plus the folds); longer ones (the hierarchical
@@ -107,6 +108,7 @@ typedef struct ringx_xstep {
     char *reduce_dst;
     const char *reduce_local;
     size_t recv_bytes;
+    int received_first;         /* the received operand comes first in the reduction */
     int sent;                   /* its send has left, ahead of the step (cleared at start) */
 } ringx_xstep_t;
 
@@ -161,10 +163,11 @@ void ringx_msgs_start(ringx_msgs_t *x, uint32_t seq);
 /* Sends bytes of buf to rank `to` as step's message (to < 0: none). */
 int ringx_msgs_send(ringx_msgs_t *x, int step, int to, const char *buf, size_t bytes);
 /* Receives step's message from rank `from` into dst, or with local, as
- * dst = local op received; RINGX_DONE once it is all there.
- * ringx_msgs_next_recv starts the next receive. */
+ * dst = local op received (received op local if received_first);
+ * RINGX_DONE once it is all there.  ringx_msgs_next_recv starts the next
+ * receive. */
 int ringx_msgs_recv(ringx_msgs_t *x, int step, int from, char *dst, const char *local,
-                    size_t bytes);
+                    size_t bytes, int received_first);
 void ringx_msgs_next_recv(ringx_msgs_t *x);
 /* The end of the call: every send complete, after the handshake where a
  * message of total_bytes (the call's whole buffer) could be left in UCX. */
@@ -294,6 +297,8 @@ void ringx_xsched_skip(ringx_xsched_t *s);
 void ringx_xsched_skip_steps(ringx_xsched_t *s, int nsteps);
 /* Adds a send to the last step (the two halves of one exchange). */
 void ringx_xsched_also_send(ringx_xsched_t *s, int to, const char *buf, size_t bytes);
+/* The last step's reduction takes the received operand first. */
+void ringx_xsched_received_first(ringx_xsched_t *s);
 
 /* A copy within this rank's memory that no transfer of step 0 touches (an
  * allgather's own block): made while step 0's messages travel, instead of

@@ -19,6 +19,9 @@
 #   * allgathers whose ranks describe their blocks with different datatypes,
 #     some with gaps (allgather_types), at 3 x 2 (the hierarchical one
 #     serving every call) and 2 + 1 + 1: correct, served, packed counted;
+#   * MAX and MIN of signed zeros and NaNs, MINLOC and MAXLOC of NaNs, at
+#     2 x 2 and 3 x 2, the hierarchical allreduce forced (small: through the
+#     node leaders): the same bits on every rank;
 #   * with coll/han below ringx (its fallback) and above it: correct; below,
 #     calls han hands back to ringx counted (coll_ringx_<coll>_handed_back);
 #   * every algorithm forced once at 2 hosts x 2 ranks, and the
@@ -164,6 +167,17 @@ run types-3x2 6 "$(hostfile "$work/h3" 2 2 2)" "" "$bindir/allgather_types" \
 expect types-3x2 "0 failures" "wrong results, or allgathers not served by the hierarchical one"
 run types-uneven 4 "$three" "" "$bindir/allgather_types"
 expect types-uneven "0 failures" "wrong results, or allgathers not served by ringx"
+
+# MAX and MIN of signed zeros and NaNs, MINLOC and MAXLOC of NaNs: the
+# same bits on every rank through the node leaders' recursive doubling
+# (2 nodes; 3, one folded in and out).
+order_run() { # NAME NP HOSTS_ARGS
+    run "$1" "$2" "$3" "--mca coll_ringx_allreduce_algorithm hierarchical" "$bindir/rounding" \
+        --order-only --expect-alg hierarchical
+    expect "$1" "0 failures" "results differ between ranks, or allreduces not hierarchical"
+}
+order_run order-2x2 4 "$two"
+order_run order-3x2 6 "$(hostfile "$work/h3" 2 2 2)"
 
 # With coll/han.  Below ringx (priority 99, ringx's 100): han is ringx's
 # fallback; it runs collectives of its own on its sub-communicators, and

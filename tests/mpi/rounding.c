@@ -11,6 +11,13 @@
  * program checks that too, so the case cannot pass by accident.  Every
  * call must be served by ringx's direct_read algorithm and counted by its
  * mailbox counter.
+ *
+ * And, under any algorithm (`--order-only --expect-alg NAME`: only these,
+ * every call served by NAME): MAX and MIN of +0 and -0, and MAX, MIN,
+ * MINLOC and MAXLOC where some ranks hold NaNs.  MPI leaves open which
+ * operand such a reduction returns, but every rank must end with the same
+ * bits; an algorithm in which two ranks each reduce the other's partial
+ * result with their own must take the two in the same order on both.
  */
 #include <mpi.h>
 #include <mpi-ext.h>    /* MPIX_C_FLOAT16 (Open MPI 5) */
@@ -18,6 +25,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ringx_test_util.h"
@@ -205,30 +213,130 @@ static void float16(void)
 }
 #endif
 
+/* Rank r's element i of a MAX or MIN: a zero of either sign (i % 3 == 0),
+ * on some ranks a NaN whose payload names the rank (i % 3 == 1), or a
+ * small integer (i % 3 == 2). */
+static double order_input(int r, int i)
+{
+    switch (i % 3) {
+    case 0:
+        return (r + i / 3) % 2 ? -0.0 : 0.0;
+    case 1:
+        return (r + i) % 3 == 0 ? nan(r % 2 ? "1" : "2") : (double)((r * 7 + i) % 5);
+    default:
+        return (double)((r * 5 + i) % 11);
+    }
+}
+
+/* The integers' MAX or MIN, and a zero where every rank holds one. */
+static void check_order(const rx_call_t *call, const double *out, int count, MPI_Op op)
+{
+    for (int i = 2; i < count; i += 3) {
+        double want = order_input(0, i);
+        for (int r = 1; r < nranks; r++) {
+            double x = order_input(r, i);
+            want = op == MPI_MAX ? (x > want ? x : want) : (x < want ? x : want);
+        }
+        rx_check(call, out[i] == want, "index %d: %g, want %g", i, out[i], want);
+    }
+    for (int i = 0; i < count; i += 3) {
+        rx_check(call, out[i] == 0.0, "index %d: %g, want a zero", i, out[i]);
+    }
+}
+
+static void order_double(MPI_Op op, const char *opname)
+{
+    double in[N], out[N];
+    rx_call_t call = { "allreduce", "MPI_DOUBLE", opname, N, 0, MPI_COMM_WORLD };
+
+    for (int i = 0; i < N; i++) {
+        in[i] = order_input(rank, i);
+    }
+    allreduce(in, out, N, MPI_DOUBLE, op);
+    check_order(&call, out, N, op);
+    check_same_everywhere(&call, out, sizeof(out));
+}
+
+static void order_float(MPI_Op op, const char *opname)
+{
+    float in[N], out[N];
+    double wide[N];
+    rx_call_t call = { "allreduce", "MPI_FLOAT", opname, N, 0, MPI_COMM_WORLD };
+
+    for (int i = 0; i < N; i++) {
+        in[i] = (float)order_input(rank, i);
+    }
+    allreduce(in, out, N, MPI_FLOAT, op);
+    for (int i = 0; i < N; i++) {
+        wide[i] = out[i];
+    }
+    check_order(&call, wide, N, op);
+    check_same_everywhere(&call, out, sizeof(out));
+}
+
+/* MINLOC and MAXLOC: the value of element i is a NaN on some ranks, so
+ * that comparisons say neither operand is smaller. */
+static void order_loc(MPI_Op op, const char *opname)
+{
+    struct { float v; int i; } in[N], out[N];
+    rx_call_t call = { "allreduce", "MPI_FLOAT_INT", opname, N, 0, MPI_COMM_WORLD };
+
+    for (int i = 0; i < N; i++) {
+        in[i].v = (rank + i) % 3 == 0 ? nanf(rank % 2 ? "1" : "2") : (float)((rank + i) % 4);
+        in[i].i = rank;
+    }
+    allreduce(in, out, N, MPI_FLOAT_INT, op);
+    check_same_everywhere(&call, out, sizeof(out));
+}
+
+static void operand_order(void)
+{
+    order_double(MPI_MAX, "MPI_MAX");
+    order_double(MPI_MIN, "MPI_MIN");
+    order_float(MPI_MAX, "MPI_MAX");
+    order_float(MPI_MIN, "MPI_MIN");
+    order_loc(MPI_MINLOC, "MPI_MINLOC");
+    order_loc(MPI_MAXLOC, "MPI_MAXLOC");
+}
+
 int main(int argc, char **argv)
 {
     rx_counters_t before, after;
+    const char *alg = "direct_read";
+    int order_only = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    for (int a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--order-only") == 0) {
+            order_only = 1;
+        } else if (strcmp(argv[a], "--expect-alg") == 0 && a + 1 < argc) {
+            alg = argv[++a];
+        } else {
+            rx_fail("usage: rounding [--order-only] [--expect-alg NAME]");
+        }
+    }
     if (rx_pvar_init() != 0 || !rx_component_loaded()) {
         rx_fail("the ringx component is not loaded (no coll_ringx pvars)");
     }
 
-    rx_counters_read("allreduce", "direct_read", &before);
-    float_prod();
-    float_sum();
-    complex_float();
-    float16();
-    rx_counters_read("allreduce", "direct_read", &after);
+    rx_counters_read("allreduce", alg, &before);
+    if (!order_only) {
+        float_prod();
+        float_sum();
+        complex_float();
+        float16();
+    }
+    operand_order();
+    rx_counters_read("allreduce", alg, &after);
 
     rx_check(NULL, after.served - before.served == (unsigned long long)calls,
              "ringx served %llu of %d allreduces", after.served - before.served, calls);
     rx_check(NULL, after.alg_calls - before.alg_calls == (unsigned long long)calls,
-             "direct_read served %llu of %d allreduces", after.alg_calls - before.alg_calls,
-             calls);
-    rx_check(NULL, after.mailbox - before.mailbox == (unsigned long long)calls,
+             "%s served %llu of %d allreduces", alg, after.alg_calls - before.alg_calls, calls);
+    rx_check(NULL, strcmp(alg, "direct_read") != 0 ||
+                       after.mailbox - before.mailbox == (unsigned long long)calls,
              "%llu of %d allreduces through the outboxes", after.mailbox - before.mailbox, calls);
 
     rx_pvar_finalize();
