@@ -322,6 +322,7 @@ typedef struct mca_coll_ringx_module_t {
     pthread_mutex_t connect_lock;         /* whoever advances the connection */
     struct mca_coll_ringx_module_t *next_connecting;   /* coll_ringx_request.c */
     ringx_request_t *deferred_head, *deferred_tail;    /* calls waiting for the connection */
+    pthread_mutex_t begin_lock;           /* nonblocking and persistent calls begin in call order */
 
     ringx_scratch_set_t scratch;          /* of the blocking calls */
 } mca_coll_ringx_module_t;

@@ -33,6 +33,18 @@ const char *ringx_comm_label(struct ompi_communicator_t *comm)
     return label;
 }
 
+/* Recursive: a call begun under it may advance Open MPI's progress, which
+ * may begin other calls. */
+static void init_recursive_mutex(pthread_mutex_t *lock)
+{
+    pthread_mutexattr_t attr;
+
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+}
+
 static void module_construct(mca_coll_ringx_module_t *m)
 {
     m->serves = false;
@@ -73,6 +85,7 @@ static void module_construct(mca_coll_ringx_module_t *m)
     m->connect = NULL;
     m->next_connecting = NULL;
     m->deferred_head = m->deferred_tail = NULL;
+    init_recursive_mutex(&m->begin_lock);
     memset(&m->scratch, 0, sizeof(m->scratch));
 }
 
@@ -114,6 +127,7 @@ static void module_destruct(mca_coll_ringx_module_t *m)
     release_state(m);
     pthread_mutex_destroy(&m->parked_lock);
     pthread_mutex_destroy(&m->connect_lock);
+    pthread_mutex_destroy(&m->begin_lock);
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ringx_module_t, mca_coll_base_module_t, module_construct,

@@ -291,21 +291,33 @@ static void begin(ringx_request_t *req)
     }
 }
 
-/* The calls that waited for m's connection, in call order. */
-static void begin_deferred(mca_coll_ringx_module_t *m)
+/* The calls that waited for m's connection begun, in call order; the
+ * caller holds m->begin_lock.  Calls begin one thread at a time, older
+ * ones first: a call that another thread begins while these do must not
+ * take its posted outboxes' or direct reads' number ahead of them. */
+static void begin_deferred_locked(mca_coll_ringx_module_t *m)
 {
     ringx_request_t *req;
 
-    pthread_mutex_lock(&m->parked_lock);
-    req = m->deferred_head;
-    m->deferred_head = m->deferred_tail = NULL;
-    pthread_mutex_unlock(&m->parked_lock);
-    while (req != NULL) {
-        ringx_request_t *next = req->next_deferred;
-        req->next_deferred = NULL;
-        begin(req);
-        req = next;
-    }
+    do {
+        pthread_mutex_lock(&m->parked_lock);
+        req = m->deferred_head;
+        m->deferred_head = m->deferred_tail = NULL;
+        pthread_mutex_unlock(&m->parked_lock);
+        while (req != NULL) {
+            ringx_request_t *next = req->next_deferred;
+            req->next_deferred = NULL;
+            begin(req);
+            req = next;
+        }
+    } while (__atomic_load_n(&m->deferred_head, __ATOMIC_ACQUIRE) != NULL);
+}
+
+static void begin_deferred(mca_coll_ringx_module_t *m)
+{
+    pthread_mutex_lock(&m->begin_lock);
+    begin_deferred_locked(m);
+    pthread_mutex_unlock(&m->begin_lock);
 }
 
 /* The connections under way; the modules whose connection is over are
@@ -506,7 +518,10 @@ static int start_nonblocking(ringx_request_t *req, const ringx_request_args_t *a
             begin_deferred(m);
         }
     } else {
+        pthread_mutex_lock(&m->begin_lock);
+        begin_deferred_locked(m);
         begin(req);
+        pthread_mutex_unlock(&m->begin_lock);
     }
     return OMPI_SUCCESS;
 }
@@ -553,6 +568,8 @@ static int request_start(size_t count, ompi_request_t **requests)
         ringx_call_t *c = &req->call;
         int rc;
 
+        pthread_mutex_lock(&c->m->begin_lock);
+        begin_deferred_locked(c->m);
         c->sched.seq = c->m->seq++;
         req->super.super.req_state = OMPI_REQUEST_ACTIVE;
         req->super.super.req_complete = REQUEST_PENDING;
@@ -570,6 +587,7 @@ static int request_start(size_t count, ompi_request_t **requests)
         } else {
             enqueue(req);
         }
+        pthread_mutex_unlock(&c->m->begin_lock);
     }
     return OMPI_SUCCESS;
 }
