@@ -299,18 +299,16 @@ static void begin_deferred_locked(mca_coll_ringx_module_t *m)
 {
     ringx_request_t *req;
 
-    do {
-        pthread_mutex_lock(&m->parked_lock);
-        req = m->deferred_head;
-        m->deferred_head = m->deferred_tail = NULL;
-        pthread_mutex_unlock(&m->parked_lock);
-        while (req != NULL) {
-            ringx_request_t *next = req->next_deferred;
-            req->next_deferred = NULL;
-            begin(req);
-            req = next;
-        }
-    } while (__atomic_load_n(&m->deferred_head, __ATOMIC_ACQUIRE) != NULL);
+    pthread_mutex_lock(&m->parked_lock);
+    req = m->deferred_head;
+    m->deferred_head = m->deferred_tail = NULL;
+    pthread_mutex_unlock(&m->parked_lock);
+    while (req != NULL) {
+        ringx_request_t *next = req->next_deferred;
+        req->next_deferred = NULL;
+        begin(req);
+        req = next;
+    }
 }
 
 static void begin_deferred(mca_coll_ringx_module_t *m)
