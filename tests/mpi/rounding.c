@@ -13,7 +13,7 @@
  * mailbox counter.
  *
  * And, under any algorithm (`--order-only --expect-alg NAME`: only these,
- * every call served by NAME): MAX and MIN of +0 and -0, and MAX, MIN,
+ * every call served by NAME; `--nonblocking`: as MPI_Iallreduce): MAX and MIN of +0 and -0, and MAX, MIN,
  * MINLOC and MAXLOC where some ranks hold NaNs.  MPI leaves open which
  * operand such a reduction returns, but every rank must end with the same
  * bits; an algorithm in which two ranks each reduce the other's partial
@@ -32,7 +32,7 @@
 
 enum { N = 100 };
 
-static int rank, nranks, calls;
+static int rank, nranks, calls, nonblocking;
 
 /* The result on every rank must be this rank's, bit for bit. */
 static void check_same_everywhere(const rx_call_t *call, const void *result, size_t bytes)
@@ -53,7 +53,14 @@ static void check_same_everywhere(const rx_call_t *call, const void *result, siz
 
 static void allreduce(const void *in, void *out, int count, MPI_Datatype t, MPI_Op op)
 {
-    MPI_Allreduce(in, out, count, t, op, MPI_COMM_WORLD);
+    MPI_Request request;
+
+    if (nonblocking) {
+        MPI_Iallreduce(in, out, count, t, op, MPI_COMM_WORLD, &request);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Allreduce(in, out, count, t, op, MPI_COMM_WORLD);
+    }
     calls++;
 }
 
@@ -313,8 +320,10 @@ int main(int argc, char **argv)
             order_only = 1;
         } else if (strcmp(argv[a], "--expect-alg") == 0 && a + 1 < argc) {
             alg = argv[++a];
+        } else if (strcmp(argv[a], "--nonblocking") == 0) {
+            nonblocking = 1;
         } else {
-            rx_fail("usage: rounding [--order-only] [--expect-alg NAME]");
+            rx_fail("usage: rounding [--order-only] [--expect-alg NAME] [--nonblocking]");
         }
     }
     if (rx_pvar_init() != 0 || !rx_component_loaded()) {
@@ -335,6 +344,9 @@ int main(int argc, char **argv)
              "ringx served %llu of %d allreduces", after.served - before.served, calls);
     rx_check(NULL, after.alg_calls - before.alg_calls == (unsigned long long)calls,
              "%s served %llu of %d allreduces", alg, after.alg_calls - before.alg_calls, calls);
+    rx_check(NULL, after.nonblocking - before.nonblocking == (unsigned long long)(nonblocking * calls),
+             "%llu of %d allreduces nonblocking", after.nonblocking - before.nonblocking,
+             nonblocking * calls);
     rx_check(NULL, strcmp(alg, "direct_read") != 0 ||
                        after.mailbox - before.mailbox == (unsigned long long)calls,
              "%llu of %d allreduces through the outboxes", after.mailbox - before.mailbox, calls);
