@@ -78,7 +78,7 @@ mca_coll_ringx_component_t mca_coll_ringx_component = {
             .mca_close_component = ringx_close,
             .mca_register_component_params = ringx_register,
         },
-        .collm_data = { MCA_BASE_METADATA_PARAM_NONE },
+        .collm_data = { .param_field = MCA_BASE_METADATA_PARAM_NONE },
         .collm_init_query = ringx_init_query,
         .collm_comm_query = mca_coll_ringx_comm_query,
     },

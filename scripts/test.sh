@@ -67,6 +67,7 @@ unit_tests=(tests/unit/check_schedule tests/unit/check_reduce tests/unit/check_m
 build_variant() { # DIR WHAT ARGS...
     local dir=$1 what=$2
     shift 2
+    rm -rf "${top:?}/$dir"      # objects of another compiler or flags would stay
     mkdir -p "$top/$dir"
     RINGX_BUILD_DIR=$dir "$top/scripts/build.sh" --enable-werror "$@" > "$top/$dir/build.log" 2>&1 || {
         tail -n 40 "$top/$dir/build.log" >&2
@@ -76,14 +77,20 @@ build_variant() { # DIR WHAT ARGS...
 }
 
 # The build without CUDA (the suite above ran with it where the toolkit is
-# installed): warnings as errors, and its unit tests.
+# installed): warnings as errors, and its unit tests.  It is made with clang
+# where clang is installed, so that a second compiler's warnings fail too
+# (clang warned where gcc did not).
 build_without_cuda() {
+    local cc=()
     if ! grep -q '^#define RINGX_HAVE_CUDA\|-DRINGX_HAVE_CUDA=1' "$top/_build/Makefile"; then
         echo "test.sh: the suite above ran on a build without CUDA (no CUDA toolkit here)"
         return
     fi
-    echo "test.sh: building without CUDA (_build-nocuda) and running its unit tests"
-    build_variant _build-nocuda "without CUDA" --without-cuda
+    if command -v clang >/dev/null 2>&1; then
+        cc=(CC=clang)
+    fi
+    echo "test.sh: building without CUDA (_build-nocuda, ${cc[*]:-CC from configure}) and running its unit tests"
+    build_variant _build-nocuda "without CUDA" --without-cuda "${cc[@]}"
     grep 'GPU support' "$top/_build-nocuda/build.log" || true
     make -C "$top/_build-nocuda" check TESTS="${unit_tests[*]}" >/dev/null || {
         tail -n 40 "$top"/_build-nocuda/tests/unit/*.log >&2
