@@ -175,7 +175,9 @@ int ringx_call_serve(ringx_call_t *c)
         rc = choose_and_run(c);
     }
     ringx_mailbox_calls_over(c->m);
-    return ringx_mem_finish(&c->mem, rc);
+    rc = ringx_mem_finish(&c->mem, rc);
+    ringx_mem_leave(&c->mem);
+    return rc;
 }
 
 /* Nonblocking and persistent calls may still be under way when later

@@ -18,8 +18,11 @@
  * still reads (the engines wait for such sends), so "in" needs no wait on
  * "out".
  *
- * ringx's CUDA runtime is linked statically and is its own: its current
- * device is set here from the buffers' device before each call.
+ * ringx's CUDA runtime is linked statically; its cudaSetDevice makes the
+ * device's primary context current in the driver, for the thread, which
+ * the application's runtime sees too.  So the device of the buffers is
+ * made current here before ringx works on them, and the mem layer gives
+ * the caller's context back when ringx returns (ringx_mem_leave).
  */
 #include "coll_ringx.h"
 
@@ -73,10 +76,18 @@ static int check_kernel(int rc, const char *what)
     return rc == RINGX_KERNEL_EINVAL ? OMPI_ERR_BAD_PARAM : OMPI_ERROR;
 }
 
+/* A state whose creation failed half-way has NULL streams, and NULL is the
+ * legacy default stream: the application's, never to be waited for. */
+static int sync_stream(void *stream)
+{
+    return stream == NULL ? OMPI_SUCCESS
+                          : check_kernel(ringx_kernel_sync(stream), "stream synchronize");
+}
+
 static int sync_streams(ringx_cuda_t *c)
 {
-    int rc = check_kernel(ringx_kernel_sync(c->in), "stream synchronize");
-    int rc2 = check_kernel(ringx_kernel_sync(c->out), "stream synchronize");
+    int rc = sync_stream(c->in);
+    int rc2 = sync_stream(c->out);
     return rc != OMPI_SUCCESS ? rc : rc2;
 }
 
@@ -148,7 +159,8 @@ static void *cuda_scratch(void *ctx, ringx_scratch_kind_t kind, size_t size)
 
     if (size > c->scratch_size[kind]) {
         void *p = NULL;
-        /* cudaFree waits for the work that may still use the old one. */
+        /* the work queued may still use the old one */
+        (void)sync_streams(c);
         (void)cudaFree(c->scratch[kind]);
         c->scratch[kind] = NULL;
         c->scratch_size[kind] = 0;
@@ -238,8 +250,12 @@ static void release(ringx_cuda_t *c)
             (void)cudaFree(c->scratch[k]);
         }
         (void)cudaFreeHost(c->bounce);
-        (void)ringx_kernel_stream_destroy(c->in);
-        (void)ringx_kernel_stream_destroy(c->out);
+        if (c->in != NULL) {
+            (void)ringx_kernel_stream_destroy(c->in);
+        }
+        if (c->out != NULL) {
+            (void)ringx_kernel_stream_destroy(c->out);
+        }
     }
     free(c->slot_events);
     free(c);
@@ -315,8 +331,55 @@ void ringx_cuda_give(void *state)
     pthread_mutex_unlock(&pool.lock);
 }
 
+/* Tries a state and the kernels on device: 1 if both work. */
+static int try_device(int device)
+{
+    void *caller = NULL;
+    int taken = ringx_memtype_context_get(&caller) == 0;
+    ringx_cuda_t *c = ringx_cuda_take(device, 0);
+    int usable = c != NULL &&
+                 check_kernel(ringx_kernels_usable(), "loading the kernels") == OMPI_SUCCESS;
+
+    if (c != NULL) {
+        ringx_cuda_give(c);
+    }
+    if (taken) {
+        ringx_memtype_context_set(caller);
+    }
+    if (!usable) {
+        RINGX_LOG(1, "CUDA: device %d cannot be used by ringx (built with CUDA %d.%d; see the "
+                     "messages above): its buffers go to the previous component (reason memory)",
+                  device, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+    }
+    return usable;
+}
+
+int ringx_cuda_usable(int device)
+{
+    enum { KNOWN_DEVICES = 64, UNKNOWN = 0, USABLE = 1, UNUSABLE = 2 };
+    static int known[KNOWN_DEVICES];
+    int answer;
+
+    if (device < 0 || device >= KNOWN_DEVICES) {
+        return try_device(device);
+    }
+    answer = __atomic_load_n(&known[device], __ATOMIC_RELAXED);
+    if (answer == UNKNOWN) {
+        answer = try_device(device) ? USABLE : UNUSABLE;
+        __atomic_store_n(&known[device], answer, __ATOMIC_RELAXED);
+    }
+    return answer == USABLE;
+}
+
 void ringx_cuda_close(void)
 {
+    void *caller = NULL;
+    int taken;
+
+    if (__atomic_load_n(&pool.head, __ATOMIC_RELAXED) == NULL) {
+        return;     /* no device work ever: the driver stays untouched */
+    }
+    taken = ringx_memtype_context_get(&caller) == 0;
     pthread_mutex_lock(&pool.lock);
     while (pool.head != NULL) {
         ringx_cuda_t *c = pool.head;
@@ -324,6 +387,9 @@ void ringx_cuda_close(void)
         release(c);
     }
     pthread_mutex_unlock(&pool.lock);
+    if (taken) {
+        ringx_memtype_context_set(caller);     /* release made each state's device current */
+    }
 }
 
 #endif /* RINGX_HAVE_CUDA */

@@ -103,6 +103,10 @@ int ringx_mem_classify(ringx_mem_t *mem, const void *a, const void *b, size_t al
     }
     mem->type = ringx_memtype_on_device(ta) ? ta : RINGX_MEMTYPE_HOST;
     mem->device = dev_a;
+    if (ta == RINGX_MEMTYPE_UNKNOWN || tb == RINGX_MEMTYPE_UNKNOWN) {
+        RINGX_LOG(1, "the CUDA driver could not say where the buffers are: not served");
+        return RINGX_FALLBACK_MEMORY;
+    }
     if (ringx_memtype_on_device(ta) != ringx_memtype_on_device(tb) || dev_a != dev_b) {
         RINGX_LOG(1, "buffers in %s and %s memory (devices %d, %d): not served",
                   ringx_memtype_name(ta), ringx_memtype_name(tb), dev_a, dev_b);
@@ -118,16 +122,42 @@ int ringx_mem_classify(ringx_mem_t *mem, const void *a, const void *b, size_t al
         RINGX_LOG(1, "device buffers not aligned to %zu bytes: not served", align);
         return RINGX_FALLBACK_MEMORY;
     }
+#if RINGX_HAVE_CUDA
+    if (ringx_memtype_on_device(ta) && !ringx_cuda_usable(dev_a)) {
+        return RINGX_FALLBACK_MEMORY;
+    }
+#endif
     return RINGX_SERVE;
 }
 
 /* ------------------------------------------------------------- a call */
 
+#if RINGX_HAVE_CUDA
+/* Once per entry into ringx, before the call's device becomes current. */
+static void take_caller_context(ringx_mem_t *mem)
+{
+    if (!mem->context_taken) {
+        mem->context_taken = ringx_memtype_context_get(&mem->caller_context) == 0;
+    }
+}
+#endif
+
+void ringx_mem_leave(ringx_mem_t *mem)
+{
+    if (mem->context_taken) {
+        ringx_memtype_context_set(mem->caller_context);
+        mem->context_taken = 0;
+    }
+}
+
 static int start_device(ringx_mem_t *mem)
 {
 #if RINGX_HAVE_CUDA
     int direct = !mca_coll_ringx_component.gpu_force_staging && ringx_ucx_cuda_memory();
-    void *ctx = ringx_cuda_take(mem->device, direct);
+    void *ctx;
+
+    take_caller_context(mem);
+    ctx = ringx_cuda_take(mem->device, direct);
 
     if (ctx == NULL) {
         return OMPI_ERR_NOT_AVAILABLE;
@@ -204,6 +234,7 @@ int ringx_mem_resume(ringx_mem_t *mem)
 {
 #if RINGX_HAVE_CUDA
     if (mem->ops == &ringx_cuda_ops) {
+        take_caller_context(mem);
         return ringx_cuda_resume(mem->ctx);
     }
 #endif

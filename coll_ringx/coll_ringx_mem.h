@@ -64,6 +64,8 @@ typedef struct ringx_mem {
     void *ctx;                  /* the ops' state */
     ringx_stage_t *stage;       /* the staged transfers of this call */
     ringx_scratch_set_t *scratch;   /* the call's host scratch; NULL: the module's */
+    void *caller_context;       /* the CUDA context current when ringx took over */
+    int context_taken;          /* caller_context holds one to give back */
 } ringx_mem_t;
 
 /* A transfer: a UCX request, or a staged transfer of mem->stage. */
@@ -84,7 +86,9 @@ int ringx_mem_classify(ringx_mem_t *mem, const void *a, const void *b, size_t al
 ringx_scratch_set_t *ringx_mem_host_scratch(ringx_mem_t *mem, struct mca_coll_ringx_module_t *m);
 
 /* Makes mem ready to serve a call of module m: picks the backend and sets
- * up its resources (a persistent call's: once, at its init). */
+ * up its resources (a persistent call's: once, at its init).  Device
+ * memory: its device current, the caller's context kept for
+ * ringx_mem_leave. */
 int ringx_mem_start(ringx_mem_t *mem, struct mca_coll_ringx_module_t *m, int coll);
 
 /* Counts a served call (a persistent call: each start) of coll in the
@@ -97,8 +101,17 @@ void ringx_mem_count(const ringx_mem_t *mem, int coll);
 int ringx_mem_finish(ringx_mem_t *mem, int rc);
 
 /* Before a call started earlier advances again (a nonblocking call, in
- * whatever thread drives progress): its device current. */
+ * whatever thread drives progress): its device current, the caller's
+ * context kept for ringx_mem_leave. */
 int ringx_mem_resume(ringx_mem_t *mem);
+
+/* Before ringx returns to whoever called it (the application, Open MPI's
+ * progress, or a call of ringx's own whose wait advanced this one): the
+ * CUDA context that was current before ringx_mem_start or
+ * ringx_mem_resume made the device's current, back.  Without it a
+ * collective on one device's buffers would leave that device current for
+ * the application's next CUDA call. */
+void ringx_mem_leave(ringx_mem_t *mem);
 
 /* dst = a op b, n elements; dst may be a or b. */
 int ringx_mem_reduce(ringx_mem_t *mem, void *dst, const void *a, const void *b, size_t n,
@@ -130,8 +143,7 @@ static inline int ringx_xfer_send(ringx_mem_t *mem, ringx_peer_t *peer, const vo
 {
     x->staged = 0;
     return mem->staged ? ringx_stage_send(mem, peer, buf, len, tag, x)
-                       : ringx_ucx_isend_mem(peer, buf, len, tag,
-                                             ringx_memtype_on_device(mem->type), &x->req);
+                       : ringx_ucx_isend_mem(peer, buf, len, tag, mem->type, &x->req);
 }
 
 static inline int ringx_xfer_recv(ringx_mem_t *mem, void *buf, size_t len, uint64_t tag,
@@ -139,8 +151,7 @@ static inline int ringx_xfer_recv(ringx_mem_t *mem, void *buf, size_t len, uint6
 {
     x->staged = 0;
     return mem->staged ? ringx_stage_recv(mem, buf, len, tag, x)
-                       : ringx_ucx_irecv_mem(buf, len, tag, ringx_memtype_on_device(mem->type),
-                                             &x->req);
+                       : ringx_ucx_irecv_mem(buf, len, tag, mem->type, &x->req);
 }
 
 static inline int ringx_xfer_test(ringx_mem_t *mem, ringx_xfer_t *x)
@@ -199,5 +210,11 @@ int ringx_cuda_resume(void *state);
 void ringx_cuda_give(void *state);
 void ringx_cuda_close(void);
 extern const ringx_mem_ops_t ringx_cuda_ops;
+
+/* Whether ringx can work on device's memory: a state made for it (streams,
+ * events) and its kernels loadable there (a driver too old for ringx's
+ * CUDA runtime, or a GPU the kernels carry no code for, fail).  Asked once
+ * per device; the caller's CUDA context is kept. */
+int ringx_cuda_usable(int device);
 
 #endif /* COLL_RINGX_MEM_H */

@@ -8,6 +8,9 @@
  * which answers "not initialised" (host) until the application has
  * started CUDA.  Nothing is cached per pointer: a freed buffer's address
  * can come back as another kind of memory.
+ *
+ * The same library gives the thread's current context, which ringx's work
+ * on device memory changes (coll_ringx_cuda.c) and gives back.
  */
 #include "ringx_memtype.h"
 
@@ -26,6 +29,8 @@ enum {
     DRV_MEMORYTYPE_HOST = 1,
     DRV_MEMORYTYPE_DEVICE = 2,
     DRV_MEMORYTYPE_UNIFIED = 4,
+    DRV_ERROR_NOT_INITIALIZED = 3,
+    DRV_ERROR_DEINITIALIZED = 4,
 };
 
 #if RINGX_HAVE_CUDA
@@ -36,13 +41,20 @@ _Static_assert((int)DRV_ATTR_DEVICE_ORDINAL == (int)CU_POINTER_ATTRIBUTE_DEVICE_
 _Static_assert((int)DRV_MEMORYTYPE_HOST == (int)CU_MEMORYTYPE_HOST, "cuda.h");
 _Static_assert((int)DRV_MEMORYTYPE_DEVICE == (int)CU_MEMORYTYPE_DEVICE, "cuda.h");
 _Static_assert((int)DRV_MEMORYTYPE_UNIFIED == (int)CU_MEMORYTYPE_UNIFIED, "cuda.h");
+_Static_assert((int)DRV_ERROR_NOT_INITIALIZED == (int)CUDA_ERROR_NOT_INITIALIZED, "cuda.h");
+_Static_assert((int)DRV_ERROR_DEINITIALIZED == (int)CUDA_ERROR_DEINITIALIZED, "cuda.h");
 #endif
 
 typedef int (*get_attributes_fn)(unsigned int n, int *attributes, void **data,
                                  unsigned long long ptr);
 
+typedef int (*context_get_fn)(void **context);
+typedef int (*context_set_fn)(void *context);
+
 static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 static get_attributes_fn get_attributes;    /* NULL: no driver on this machine */
+static context_get_fn context_get;
+static context_set_fn context_set;
 /* Set once the driver has been looked for: every host call then costs a
  * load and a branch, not a pthread_once. */
 static int driver_known;
@@ -51,8 +63,19 @@ static void open_driver(void)
 {
     /* Kept open for good: the entry point must stay valid. */
     void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    get_attributes = lib ? (get_attributes_fn)dlsym(lib, "cuPointerGetAttributes") : NULL;
+    if (lib != NULL) {
+        context_get = (context_get_fn)dlsym(lib, "cuCtxGetCurrent");
+        context_set = (context_set_fn)dlsym(lib, "cuCtxSetCurrent");
+        get_attributes = (get_attributes_fn)dlsym(lib, "cuPointerGetAttributes");
+    }
     __atomic_store_n(&driver_known, 1, __ATOMIC_RELEASE);
+}
+
+static void know_driver(void)
+{
+    if (!__atomic_load_n(&driver_known, __ATOMIC_ACQUIRE)) {
+        (void)pthread_once(&driver_once, open_driver);
+    }
 }
 
 /* What the driver says of ptr. */
@@ -64,9 +87,15 @@ static ringx_memtype_t ask_driver(get_attributes_fn get, const void *ptr, int *d
     void *data[3] = { &type, &managed, &ordinal };
 
     /* Unknown pointers succeed with type 0 (the driver's documented
-     * default); a failure (driver not initialised) means no device memory. */
-    if (get(3, attributes, data, (unsigned long long)(uintptr_t)ptr) != 0) {
+     * default).  A driver not (or no longer) initialised has no device
+     * memory; any other failure leaves the pointer unknown: reading it as
+     * host memory could fault. */
+    int rc = get(3, attributes, data, (unsigned long long)(uintptr_t)ptr);
+    if (rc == DRV_ERROR_NOT_INITIALIZED || rc == DRV_ERROR_DEINITIALIZED) {
         return RINGX_MEMTYPE_HOST;
+    }
+    if (rc != 0) {
+        return RINGX_MEMTYPE_UNKNOWN;
     }
     if (managed) {
         *device = ordinal;
@@ -82,9 +111,7 @@ static ringx_memtype_t ask_driver(get_attributes_fn get, const void *ptr, int *d
 ringx_memtype_t ringx_memtype_of(const void *ptr, int *device)
 {
     *device = -1;
-    if (!__atomic_load_n(&driver_known, __ATOMIC_ACQUIRE)) {
-        (void)pthread_once(&driver_once, open_driver);
-    }
+    know_driver();
     return get_attributes == NULL || ptr == NULL ? RINGX_MEMTYPE_HOST
                                                  : ask_driver(get_attributes, ptr, device);
 }
@@ -92,6 +119,22 @@ ringx_memtype_t ringx_memtype_of(const void *ptr, int *device)
 const char *ringx_memtype_name(ringx_memtype_t t)
 {
     static const char *const names[RINGX_MEMTYPE_COUNT] = { "host", "pinned host", "device",
-                                                            "managed" };
+                                                            "managed", "unknown" };
     return t < RINGX_MEMTYPE_COUNT ? names[t] : "unknown";
+}
+
+int ringx_memtype_context_get(void **context)
+{
+    know_driver();
+    return context_get != NULL && context_get(context) == 0 ? 0 : -1;
+}
+
+void ringx_memtype_context_set(void *context)
+{
+    void *now = NULL;
+
+    if (context_get != NULL && context_set != NULL &&
+        (context_get(&now) != 0 || now != context)) {
+        (void)context_set(context);
+    }
 }

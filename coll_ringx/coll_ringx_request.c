@@ -96,7 +96,9 @@ static int request_free(ompi_request_t **request)
 
     if (req->call.sched.persistent) {
         ringx_sched_release(&req->call.sched);
+        (void)ringx_mem_resume(&req->call.mem);
         (void)ringx_mem_finish(&req->call.mem, OMPI_SUCCESS);
+        ringx_mem_leave(&req->call.mem);
     }
     OMPI_REQUEST_FINI(&req->super.super);
     OBJ_RELEASE(req);
@@ -219,15 +221,12 @@ static int declined(ringx_call_t *c)
     return rc == OMPI_SUCCESS ? ringx_sched_progress(&c->sched) : rc;
 }
 
-/* One step of req; 1 when its call is over (finished or failed). */
-static int advance(ringx_request_t *req)
+/* One step of req's call, its device current; 1 when the call is over
+ * (finished or failed). */
+static int step(ringx_request_t *req)
 {
-    int rc;
+    int rc = ringx_mem_resume(&req->call.mem);
 
-    if (req->prev != NULL) {
-        return advance_handed_on(req);
-    }
-    rc = ringx_mem_resume(&req->call.mem);
     if (rc != OMPI_SUCCESS) {
         finish_call(req, rc);
         return 1;
@@ -247,6 +246,21 @@ static int advance(ringx_request_t *req)
     }
     finish_call(req, rc);
     return 1;
+}
+
+/* One step of req, the caller's CUDA context kept; 1 when its call is
+ * over.  Never after the request is completed: another thread may free
+ * it then. */
+static int advance(ringx_request_t *req)
+{
+    int over;
+
+    if (req->prev != NULL) {
+        return advance_handed_on(req);
+    }
+    over = step(req);
+    ringx_mem_leave(&req->call.mem);
+    return over;
 }
 
 static void enqueue(ringx_request_t *req);
@@ -279,6 +293,7 @@ static void begin(ringx_request_t *req)
         }
         if (rc != OMPI_SUCCESS) {
             finish_call(req, rc);
+            ringx_mem_leave(&c->mem);
             complete(req);
             return;
         }
@@ -541,6 +556,9 @@ static int init_persistent(ringx_request_t *req, const ringx_request_args_t *arg
     if (rc != OMPI_SUCCESS) {
         ringx_sched_release(&c->sched);
         (void)ringx_mem_finish(&c->mem, rc);
+    }
+    ringx_mem_leave(&c->mem);
+    if (rc != OMPI_SUCCESS) {
         OMPI_REQUEST_FINI(&req->super.super);
         OBJ_RELEASE(req);
         return rc;
@@ -576,9 +594,11 @@ static int request_start(size_t count, ompi_request_t **requests)
         ringx_mem_count(&c->mem, c->coll);
         count_at_start(c);
         ringx_count(&mca_coll_ringx_counters.persistent[c->coll], 1);
-        rc = ringx_sched_start(&c->sched);
+        rc = ringx_mem_resume(&c->mem);     /* the start may enqueue work on the device */
+        rc = rc == OMPI_SUCCESS ? ringx_sched_start(&c->sched) : rc;
         if (rc != OMPI_SUCCESS) {
             finish_call(req, rc);
+            ringx_mem_leave(&c->mem);
             complete(req);
         } else if (advance(req)) {
             complete(req);

@@ -482,16 +482,20 @@ static int posted(ucs_status_ptr_t sp, ringx_req_t *req)
     return OMPI_SUCCESS;
 }
 
-/* The buffers' memory type goes to UCX only for device memory: host
- * memory needs no attribute. */
-#define TRANSFER_PARAM(device_memory)                                             \
-    {                                                                             \
-        .op_attr_mask = (device_memory) ? UCP_OP_ATTR_FIELD_MEMORY_TYPE : 0,      \
-        .memory_type = (device_memory) ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST \
+/* The buffers' memory type goes to UCX only for device and managed memory
+ * (host memory needs no attribute): UCX trusts a type it is given, and
+ * moves managed memory otherwise than device memory. */
+#define TRANSFER_PARAM(memtype)                                                        \
+    {                                                                                  \
+        .op_attr_mask = ringx_memtype_on_device(memtype) ? UCP_OP_ATTR_FIELD_MEMORY_TYPE \
+                                                         : 0,                          \
+        .memory_type = (memtype) == RINGX_MEMTYPE_MANAGED ? UCS_MEMORY_TYPE_CUDA_MANAGED  \
+                       : (memtype) == RINGX_MEMTYPE_DEVICE ? UCS_MEMORY_TYPE_CUDA          \
+                                                           : UCS_MEMORY_TYPE_HOST          \
     }
 
 int ringx_ucx_isend_mem(ringx_peer_t *peer, const void *buf, size_t len, uint64_t tag,
-                        int device_memory, ringx_req_t *req)
+                        ringx_memtype_t memtype, ringx_req_t *req)
 {
     ucp_ep_h ep = peer->ep;
     if (ep == NULL) {
@@ -501,26 +505,26 @@ int ringx_ucx_isend_mem(ringx_peer_t *peer, const void *buf, size_t len, uint64_
             return rc;
         }
     }
-    ucp_request_param_t param = TRANSFER_PARAM(device_memory);
+    ucp_request_param_t param = TRANSFER_PARAM(memtype);
     return posted(ucp_tag_send_nbx(ep, buf, len, tag, &param), req);
 }
 
-int ringx_ucx_irecv_mem(void *buf, size_t len, uint64_t tag, int device_memory,
+int ringx_ucx_irecv_mem(void *buf, size_t len, uint64_t tag, ringx_memtype_t memtype,
                         ringx_req_t *req)
 {
-    ucp_request_param_t param = TRANSFER_PARAM(device_memory);
+    ucp_request_param_t param = TRANSFER_PARAM(memtype);
     return posted(ucp_tag_recv_nbx(ucx.worker, buf, len, tag, UINT64_MAX, &param), req);
 }
 
 int ringx_ucx_isend(ringx_peer_t *peer, const void *buf, size_t len, uint64_t tag,
                     ringx_req_t *req)
 {
-    return ringx_ucx_isend_mem(peer, buf, len, tag, 0, req);
+    return ringx_ucx_isend_mem(peer, buf, len, tag, RINGX_MEMTYPE_HOST, req);
 }
 
 int ringx_ucx_irecv(void *buf, size_t len, uint64_t tag, ringx_req_t *req)
 {
-    return ringx_ucx_irecv_mem(buf, len, tag, 0, req);
+    return ringx_ucx_irecv_mem(buf, len, tag, RINGX_MEMTYPE_HOST, req);
 }
 
 int ringx_ucx_single_copy(const ringx_peer_t *peer)
@@ -623,13 +627,19 @@ int ringx_ucx_iget(ringx_peer_t *peer, void *buf, size_t len, uint64_t remote, v
 
 int ringx_ucx_cuda_memory(void)
 {
-    static int answer = -1;
-    if (answer < 0) {
+    static int answer = -1;     /* known once UCX is ready: its context's for good */
+    int known = __atomic_load_n(&answer, __ATOMIC_RELAXED);
+
+    if (known < 0) {
         ucp_context_attr_t attr = { .field_mask = UCP_ATTR_FIELD_MEMORY_TYPES };
-        answer = ucx.state == UCX_READY && ucp_context_query(ucx.context, &attr) == UCS_OK &&
-                 (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+        if (ucx.state != UCX_READY) {
+            return 0;
+        }
+        known = ucp_context_query(ucx.context, &attr) == UCS_OK &&
+                (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+        __atomic_store_n(&answer, known, __ATOMIC_RELAXED);
     }
-    return answer;
+    return known;
 }
 
 int ringx_ucx_test(ringx_req_t *req)

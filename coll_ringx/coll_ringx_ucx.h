@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ringx_memtype.h"
+
 /* A peer process: its worker address and, once first used, its endpoint. */
 typedef struct ringx_peer ringx_peer_t;
 
@@ -100,11 +102,12 @@ int ringx_ucx_isend(ringx_peer_t *peer, const void *buf, size_t len, uint64_t ta
                     ringx_req_t *req);
 int ringx_ucx_irecv(void *buf, size_t len, uint64_t tag, ringx_req_t *req);
 
-/* The same, for buffers in CUDA device memory when device_memory is set
- * (only where ringx_ucx_cuda_memory() says UCX can move it). */
+/* The same, for buffers of memory type memtype: device and managed memory
+ * go to UCX as such (only where ringx_ucx_cuda_memory() says UCX can move
+ * them); host and pinned memory as host memory. */
 int ringx_ucx_isend_mem(ringx_peer_t *peer, const void *buf, size_t len, uint64_t tag,
-                        int device_memory, ringx_req_t *req);
-int ringx_ucx_irecv_mem(void *buf, size_t len, uint64_t tag, int device_memory,
+                        ringx_memtype_t memtype, ringx_req_t *req);
+int ringx_ucx_irecv_mem(void *buf, size_t len, uint64_t tag, ringx_memtype_t memtype,
                         ringx_req_t *req);
 
 /* Whether the UCP context moves CUDA device memory (a CUDA-aware UCX with

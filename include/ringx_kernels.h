@@ -7,11 +7,12 @@
  * configure found CUDA (RINGX_HAVE_CUDA in config.h).
  *
  * The kernels use the CUDA runtime that is linked statically into
- * mca_coll_ringx.so.  That runtime is ringx's own: its current device is
- * independent of the application's (cudaSetDevice in the application does
- * not change it), so the caller selects the device of the buffers before
- * reducing them.  Streams are driver objects, so memory allocated by the
- * application's runtime is usable here.
+ * mca_coll_ringx.so.  Its current device is the driver's current context
+ * of the thread, shared with the application's runtime, so the caller
+ * makes the buffers' device current before reducing them and gives the
+ * application's context back afterwards (coll_ringx_cuda.c).  Streams are
+ * driver objects, so memory allocated by the application's runtime is
+ * usable here.
  *
  * Every function returns 0 or one of the negative codes below; none of them
  * aborts or prints.
@@ -44,6 +45,19 @@ extern "C" {
  * support is first needed.
  */
 int ringx_kernels_available(void);
+
+/* Why ringx_kernels_available() answered 0: the CUDA error's name (e.g.
+ * "cudaErrorInsufficientDriver" for a driver older than the runtime, or
+ * "cudaErrorNoDevice") or "no device"; a static string. */
+const char *ringx_kernels_unavailable_why(void);
+
+/*
+ * 0 if the kernels can run on the current device: its driver takes the
+ * runtime ringx was built with, and the kernels carry code for it (or PTX
+ * it can compile); else RINGX_KERNEL_ENODEV or RINGX_KERNEL_ECUDA.  Loads
+ * the kernels' module on the device; no kernel runs.
+ */
+int ringx_kernels_usable(void);
 
 /*
  * dst[i] = a[i] op b[i] for i in [0, n), enqueued on `stream` (NULL: the

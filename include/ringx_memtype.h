@@ -16,6 +16,7 @@ typedef enum ringx_memtype {
     RINGX_MEMTYPE_PINNED,       /* page-locked host memory known to CUDA */
     RINGX_MEMTYPE_DEVICE,       /* cudaMalloc'd device memory */
     RINGX_MEMTYPE_MANAGED,      /* cudaMallocManaged memory */
+    RINGX_MEMTYPE_UNKNOWN,      /* the driver failed to answer: never touched */
     RINGX_MEMTYPE_COUNT
 } ringx_memtype_t;
 
@@ -30,5 +31,14 @@ static inline int ringx_memtype_on_device(ringx_memtype_t t)
 }
 
 const char *ringx_memtype_name(ringx_memtype_t t);
+
+/* The calling thread's current CUDA context (a CUcontext; NULL: none),
+ * from the driver: 0, or -1 where there is no driver.  Work on device
+ * memory makes the buffers' device current in ringx's own CUDA runtime,
+ * which sets the driver's per-thread current context that the
+ * application's runtime uses too; so ringx takes the caller's context
+ * before and gives it back (ringx_memtype_context_set) after. */
+int ringx_memtype_context_get(void **context);
+void ringx_memtype_context_set(void *context);
 
 #endif /* RINGX_MEMTYPE_H */

@@ -445,16 +445,38 @@ int reduce(void *dst, const void *a, const void *b, size_t n, ringx_type_t t,
 
 /* ------------------------------------------------------------ the C API */
 
+namespace {
+/* Why ringx_kernels_available() last said 0 (a static string). */
+std::atomic<const char *> unavailable_why{"not asked yet"};
+}
+
 extern "C" int ringx_kernels_available(void)
 {
     int count = 0;
     const cudaError_t e = cudaGetDeviceCount(&count);
 
     if (e != cudaSuccess) {
+        unavailable_why.store(cudaGetErrorName(e), std::memory_order_relaxed);
         (void)failed(e);
         return 0;
     }
+    if (count <= 0)
+        unavailable_why.store("no device", std::memory_order_relaxed);
     return count > 0;
+}
+
+extern "C" const char *ringx_kernels_unavailable_why(void)
+{
+    return unavailable_why.load(std::memory_order_relaxed);
+}
+
+extern "C" int ringx_kernels_usable(void)
+{
+    cudaFuncAttributes attributes;
+    const cudaError_t e =
+        cudaFuncGetAttributes(&attributes, reduce_kernel<float, op_sum>);
+
+    return e == cudaSuccess ? 0 : failed(e);
 }
 
 extern "C" int ringx_kernel_reduce(void *dst, const void *a, const void *b,

@@ -314,7 +314,7 @@ int main(void)
     int failed;
 
     if (!ringx_kernels_available()) {
-        printf("SKIP: no CUDA device\n");
+        printf("SKIP: no CUDA device (%s)\n", ringx_kernels_unavailable_why());
         return 77;
     }
     print_device();

@@ -82,6 +82,11 @@
  *                                  checks); each must be counted by
  *                                  coll_ringx_COLL_on_device.  Exits 77
  *                                  ("SKIP: no CUDA device") without one
+ *   --no-current-context           with --mem cuda: the MPI calls run with
+ *                                  no CUDA context current, and after each
+ *                                  one none may be (ringx makes the
+ *                                  buffers' device current while it works
+ *                                  and must give the caller's context back)
  *   --persistent                   every call is MPI_Allreduce_init and
  *                                  the like (MPIX_..._init on Open MPI
  *                                  4.1), MPI_Start, MPI_Wait and
@@ -1188,6 +1193,7 @@ typedef struct options {
     long expect_sent_ahead[NUM_COLLS];   /* -1: not checked */
     long expect_buffers_from[NUM_COLLS]; /* -1: not checked */
     bool device;                /* --mem cuda */
+    bool no_context;            /* --no-current-context */
     bool nonblocking;           /* MPI_I... and MPI_Wait */
     bool persistent;            /* ..._init, MPI_Start, MPI_Wait, MPI_Request_free */
     unsigned watchdog_seconds;  /* per case; 0: none */
@@ -1429,6 +1435,9 @@ static unsigned char *mirror(mirror_t *m, const case_ctx_t *c, unsigned char *ho
 static void unmirror(mirror_t *m)
 {
     if (m->dev) {
+        rx_check(NULL, rx_device_context_kept(),
+                 "after an MPI call on device buffers the thread's CUDA context is not the "
+                 "caller's (%s)", opts.no_context ? "none was current" : "its device's");
         rx_device_get(m->host, m->dev, m->bytes);
         rx_device_free(m->dev);
         m->dev = NULL;
@@ -2199,6 +2208,8 @@ static bool parse_options(int argc, char **argv)
                 return false;
             }
             opts.device = 0 == strcmp(mem, "cuda");
+        } else if (0 == strcmp(argv[i], "--no-current-context")) {
+            opts.no_context = true;
         } else if (0 == strcmp(argv[i], "--expect-multi-node")) {
             opts.expect_multi_node = true;
         } else if (0 == strcmp(argv[i], "--expect-slept")) {
@@ -2239,7 +2250,7 @@ static void usage(void)
             "       [--expect-mailbox BYTES] [--expect-node-mailbox BYTES] [--expect-sent-ahead BYTES]\n"
             "       [--expect-buffers-from [COLL:]BYTES] [--expect-multi-node] [--expect-slept]\n"
             "       [--nested-fallback] [--expect-handed-back] [--expect-served-some]\n"
-            "       [--mem host|cuda] [--watchdog SECONDS]\n"
+            "       [--mem host|cuda [--no-current-context]] [--watchdog SECONDS]\n"
             "  COLL: allreduce | allgather | reduce_scatter_block\n"
             "  REASON: disabled | datatype | op | memory | transport\n");
 }
@@ -2260,6 +2271,9 @@ int main(int argc, char **argv)
     if (opts.device && !device_available()) {
         MPI_Finalize();
         return 77;      /* automake's "skipped" */
+    }
+    if (opts.device && opts.no_context) {
+        rx_device_without_context();
     }
 #ifndef PERSISTENT
     if (opts.persistent) {

@@ -20,4 +20,15 @@ void rx_device_put(void *dev, const void *host, size_t bytes);
 void rx_device_get(void *host, const void *dev, size_t bytes);
 void rx_device_free(void *dev);
 
+/* From now on the MPI calls run with no CUDA context current (the test's
+ * own CUDA calls above make its device's current and drop it again), as
+ * in a thread that has never used CUDA itself. */
+void rx_device_without_context(void);
+
+/* Whether the thread's CUDA state is still the test's after an MPI call:
+ * no context current after rx_device_without_context, else the device
+ * rx_device_open selected.  ringx makes the buffers' device current while
+ * it works on them, and must give the caller's context back. */
+int rx_device_context_kept(void);
+
 #endif /* RINGX_TEST_DEVICE_H */
