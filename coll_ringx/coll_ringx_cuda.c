@@ -334,18 +334,18 @@ void ringx_cuda_give(void *state)
 /* Tries a state and the kernels on device: 1 if both work. */
 static int try_device(int device)
 {
-    void *caller = NULL;
-    int taken = ringx_memtype_context_get(&caller) == 0;
-    ringx_cuda_t *c = ringx_cuda_take(device, 0);
-    int usable = c != NULL &&
-                 check_kernel(ringx_kernels_usable(), "loading the kernels") == OMPI_SUCCESS;
+    ringx_cuda_caller_t caller = { NULL, 0 };
+    ringx_cuda_t *c;
+    int usable;
 
+    ringx_memtype_keep_caller(&caller);
+    c = ringx_cuda_take(device, 0);
+    usable = c != NULL &&
+             check_kernel(ringx_kernels_usable(), "loading the kernels") == OMPI_SUCCESS;
     if (c != NULL) {
         ringx_cuda_give(c);
     }
-    if (taken) {
-        ringx_memtype_context_set(caller);
-    }
+    ringx_memtype_give_back(&caller);
     if (!usable) {
         RINGX_LOG(1, "CUDA: device %d cannot be used by ringx (built with CUDA %d.%d; see the "
                      "messages above): its buffers go to the previous component (reason memory)",
@@ -373,13 +373,12 @@ int ringx_cuda_usable(int device)
 
 void ringx_cuda_close(void)
 {
-    void *caller = NULL;
-    int taken;
+    ringx_cuda_caller_t caller = { NULL, 0 };
 
     if (__atomic_load_n(&pool.head, __ATOMIC_RELAXED) == NULL) {
         return;     /* no device work ever: the driver stays untouched */
     }
-    taken = ringx_memtype_context_get(&caller) == 0;
+    ringx_memtype_keep_caller(&caller);     /* release makes each state's device current */
     pthread_mutex_lock(&pool.lock);
     while (pool.head != NULL) {
         ringx_cuda_t *c = pool.head;
@@ -387,9 +386,7 @@ void ringx_cuda_close(void)
         release(c);
     }
     pthread_mutex_unlock(&pool.lock);
-    if (taken) {
-        ringx_memtype_context_set(caller);     /* release made each state's device current */
-    }
+    ringx_memtype_give_back(&caller);
 }
 
 #endif /* RINGX_HAVE_CUDA */

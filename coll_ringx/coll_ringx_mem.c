@@ -132,21 +132,10 @@ int ringx_mem_classify(ringx_mem_t *mem, const void *a, const void *b, size_t al
 
 /* ------------------------------------------------------------- a call */
 
-#if RINGX_HAVE_CUDA
-/* Once per entry into ringx, before the call's device becomes current. */
-static void take_caller_context(ringx_mem_t *mem)
-{
-    if (!mem->context_taken) {
-        mem->context_taken = ringx_memtype_context_get(&mem->caller_context) == 0;
-    }
-}
-#endif
-
 void ringx_mem_leave(ringx_mem_t *mem)
 {
-    if (mem->context_taken) {
-        ringx_memtype_context_set(mem->caller_context);
-        mem->context_taken = 0;
+    if (mem->caller.kept) {
+        ringx_memtype_give_back(&mem->caller);
     }
 }
 
@@ -156,7 +145,7 @@ static int start_device(ringx_mem_t *mem)
     int direct = !mca_coll_ringx_component.gpu_force_staging && ringx_ucx_cuda_memory();
     void *ctx;
 
-    take_caller_context(mem);
+    ringx_memtype_keep_caller(&mem->caller);     /* before the device becomes current */
     ctx = ringx_cuda_take(mem->device, direct);
 
     if (ctx == NULL) {
@@ -234,7 +223,7 @@ int ringx_mem_resume(ringx_mem_t *mem)
 {
 #if RINGX_HAVE_CUDA
     if (mem->ops == &ringx_cuda_ops) {
-        take_caller_context(mem);
+        ringx_memtype_keep_caller(&mem->caller);
         return ringx_cuda_resume(mem->ctx);
     }
 #endif

@@ -64,8 +64,7 @@ typedef struct ringx_mem {
     void *ctx;                  /* the ops' state */
     ringx_stage_t *stage;       /* the staged transfers of this call */
     ringx_scratch_set_t *scratch;   /* the call's host scratch; NULL: the module's */
-    void *caller_context;       /* the CUDA context current when ringx took over */
-    int context_taken;          /* caller_context holds one to give back */
+    ringx_cuda_caller_t caller; /* the CUDA context to give back on leaving */
 } ringx_mem_t;
 
 /* A transfer: a UCX request, or a staged transfer of mem->stage. */

@@ -123,18 +123,21 @@ const char *ringx_memtype_name(ringx_memtype_t t)
     return t < RINGX_MEMTYPE_COUNT ? names[t] : "unknown";
 }
 
-int ringx_memtype_context_get(void **context)
+void ringx_memtype_keep_caller(ringx_cuda_caller_t *caller)
 {
-    know_driver();
-    return context_get != NULL && context_get(context) == 0 ? 0 : -1;
+    if (!caller->kept) {
+        know_driver();
+        caller->kept = context_get != NULL && context_set != NULL &&
+                       context_get(&caller->context) == 0;
+    }
 }
 
-void ringx_memtype_context_set(void *context)
+void ringx_memtype_give_back(ringx_cuda_caller_t *caller)
 {
     void *now = NULL;
 
-    if (context_get != NULL && context_set != NULL &&
-        (context_get(&now) != 0 || now != context)) {
-        (void)context_set(context);
+    if (caller->kept && (context_get(&now) != 0 || now != caller->context)) {
+        (void)context_set(caller->context);
     }
+    caller->kept = 0;
 }

@@ -32,13 +32,21 @@ static inline int ringx_memtype_on_device(ringx_memtype_t t)
 
 const char *ringx_memtype_name(ringx_memtype_t t);
 
-/* The calling thread's current CUDA context (a CUcontext; NULL: none),
- * from the driver: 0, or -1 where there is no driver.  Work on device
- * memory makes the buffers' device current in ringx's own CUDA runtime,
- * which sets the driver's per-thread current context that the
- * application's runtime uses too; so ringx takes the caller's context
- * before and gives it back (ringx_memtype_context_set) after. */
-int ringx_memtype_context_get(void **context);
-void ringx_memtype_context_set(void *context);
+/* The CUDA context that was current in the thread when ringx took over.
+ * Work on device memory makes the buffers' device current in ringx's own
+ * CUDA runtime, which sets the driver's per-thread current context that
+ * the application's runtime uses too; so ringx keeps the caller's context
+ * before and gives it back after.  A zeroed one keeps nothing. */
+typedef struct ringx_cuda_caller {
+    void *context;              /* a CUcontext; NULL: none was current */
+    int kept;                   /* context is to be given back */
+} ringx_cuda_caller_t;
+
+/* Keeps the thread's current context in caller, unless it already keeps
+ * one (nothing where there is no driver). */
+void ringx_memtype_keep_caller(ringx_cuda_caller_t *caller);
+
+/* Makes the kept context current again, if it is not, and keeps none. */
+void ringx_memtype_give_back(ringx_cuda_caller_t *caller);
 
 #endif /* RINGX_MEMTYPE_H */
